@@ -1,0 +1,97 @@
+package testenv
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"syscall"
+	"time"
+)
+
+// controllers are the kube-controller-manager controllers the firewall credentials
+// rely on: signing and garbage-collecting CSRs, and deleting expired bootstrap tokens.
+// CSR approval is deliberately not among them: the extension's approver decides.
+const controllers = "csrsigning,csrcleaner,tokencleaner"
+
+func (c *ControlPlane) startControllerManager(assets string, signingDuration time.Duration) error {
+	if signingDuration == 0 {
+		signingDuration = time.Hour
+	}
+	cfg, err := c.AddUser("system:kube-controller-manager", "system:masters")
+	if err != nil {
+		return err
+	}
+	kubeconfig, err := Kubeconfig(cfg)
+	if err != nil {
+		return err
+	}
+	kcmDir := filepath.Join(c.Dir, "kube-controller-manager")
+	if err := os.MkdirAll(kcmDir, 0o700); err != nil {
+		return err
+	}
+	kubeconfigFile := filepath.Join(kcmDir, "kubeconfig")
+	if err := os.WriteFile(kubeconfigFile, kubeconfig, 0o600); err != nil {
+		return err
+	}
+	p, err := startProcess(filepath.Join(assets, "kube-controller-manager"), filepath.Join(kcmDir, "log"),
+		"--kubeconfig="+kubeconfigFile,
+		"--controllers="+controllers,
+		"--cluster-signing-kube-apiserver-client-cert-file="+c.ca.certFile,
+		"--cluster-signing-kube-apiserver-client-key-file="+c.ca.keyFile,
+		"--cluster-signing-duration="+signingDuration.String(),
+		"--leader-elect=false",
+		"--secure-port=0",
+		"--use-service-account-credentials=false",
+	)
+	if err != nil {
+		return err
+	}
+	c.kcm = p
+	return nil
+}
+
+// process is a child process whose output goes to a log file.
+type process struct {
+	cmd     *exec.Cmd
+	logFile string
+	done    chan error
+}
+
+func startProcess(path, logFile string, args ...string) (*process, error) {
+	log, err := os.OpenFile(logFile, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(path, args...)
+	cmd.Stdout, cmd.Stderr = log, log
+	// Die with the test process, even when it is killed.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		_ = log.Close()
+		return nil, fmt.Errorf("starting %s: %w", path, err)
+	}
+	p := &process{cmd: cmd, logFile: logFile, done: make(chan error, 1)}
+	go func() { p.done <- cmd.Wait(); _ = log.Close() }()
+
+	// A process that exits within its first seconds is misconfigured: say so with its log.
+	select {
+	case err := <-p.done:
+		out, _ := os.ReadFile(logFile)
+		return nil, fmt.Errorf("%s exited at start (%v):\n%s", filepath.Base(path), err, out)
+	case <-time.After(2 * time.Second):
+		return p, nil
+	}
+}
+
+func (p *process) stop() error {
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-p.done:
+		return nil
+	case <-time.After(20 * time.Second):
+		_ = p.cmd.Process.Kill()
+		<-p.done
+		return fmt.Errorf("%s did not stop on SIGTERM, killed (log %s)", p.cmd.Path, p.logFile)
+	}
+}

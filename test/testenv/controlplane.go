@@ -1,0 +1,181 @@
+// Package testenv starts real Kubernetes control planes for integration tests:
+// etcd and kube-apiserver through controller-runtime's envtest, plus, for seeds,
+// kube-controller-manager with the controllers the firewall credentials rely on.
+// The binaries are built from source by hack/build-control-plane.sh.
+package testenv
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"time"
+
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+)
+
+// Options describe one control plane.
+type Options struct {
+	// Name tells control planes apart in CA names and log files, e.g. "seed-a", "shoot".
+	Name string
+	// CRDDirectoryPaths are installed before Start returns. Use SeedCRDPaths or ShootCRDPaths.
+	CRDDirectoryPaths []string
+	// ControllerManager starts kube-controller-manager with the CSR signing, CSR cleaning
+	// and bootstrap token cleaning controllers, so approved CSRs are really signed.
+	ControllerManager bool
+	// SigningDuration is the longest validity kube-controller-manager gives a signed
+	// certificate (--cluster-signing-duration); a CSR may ask for less. Default 1h.
+	SigningDuration time.Duration
+}
+
+// ControlPlane is one running etcd + kube-apiserver (+ kube-controller-manager).
+type ControlPlane struct {
+	Name string
+	// Config authenticates as an administrator (group system:masters).
+	Config *rest.Config
+	// Dir holds certificates, the client CA and component logs.
+	Dir string
+
+	env *envtest.Environment
+	ca  *clientCA
+	kcm *process
+}
+
+// Start starts a control plane and waits until it serves.
+func Start(opts Options) (*ControlPlane, error) {
+	if opts.Name == "" {
+		return nil, fmt.Errorf("testenv: Options.Name is required")
+	}
+	assets, err := binaryDir()
+	if err != nil {
+		return nil, err
+	}
+	dir, err := os.MkdirTemp("", "testenv-"+opts.Name+"-")
+	if err != nil {
+		return nil, err
+	}
+	ca, err := newClientCA(opts.Name)
+	if err != nil {
+		return nil, err
+	}
+
+	env := &envtest.Environment{
+		BinaryAssetsDirectory: assets,
+		CRDDirectoryPaths:     opts.CRDDirectoryPaths,
+		ErrorIfCRDPathMissing: true,
+	}
+	apiServer := env.ControlPlane.GetAPIServer()
+	apiServer.CertDir = filepath.Join(dir, "kube-apiserver")
+	if err := os.MkdirAll(apiServer.CertDir, 0o700); err != nil {
+		return nil, err
+	}
+	apiServer.SecureServing.Authn = ca
+	apiServer.Configure().
+		// Bootstrap tokens are how a new firewall first authenticates at its seed.
+		Set("enable-bootstrap-token-auth", "true").
+		Set("authorization-mode", "RBAC")
+
+	cfg, err := env.Start()
+	if err != nil {
+		return nil, fmt.Errorf("starting control plane %q: %w", opts.Name, err)
+	}
+	cp := &ControlPlane{Name: opts.Name, Config: cfg, Dir: dir, env: env, ca: ca}
+
+	if opts.ControllerManager {
+		if err := cp.startControllerManager(assets, opts.SigningDuration); err != nil {
+			_ = cp.Stop()
+			return nil, err
+		}
+	}
+	return cp, nil
+}
+
+// Stop stops all components and removes the working folder.
+func (c *ControlPlane) Stop() error {
+	var errs []error
+	if c.kcm != nil {
+		if err := c.kcm.stop(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if err := c.env.Stop(); err != nil {
+		errs = append(errs, err)
+	}
+	if len(errs) == 0 {
+		// Keep the logs of a control plane that did not stop cleanly.
+		errs = append(errs, os.RemoveAll(c.Dir))
+	}
+	return errors.Join(errs...)
+}
+
+// AddUser returns a config that authenticates with a client certificate for the user.
+func (c *ControlPlane) AddUser(name string, groups ...string) (*rest.Config, error) {
+	return c.ca.AddUser(envtest.User{Name: name, Groups: groups}, c.anonymousConfig())
+}
+
+// CACertificate is the PEM of the CA that kube-apiserver trusts for client
+// certificates and that kube-controller-manager signs with.
+func (c *ControlPlane) CACertificate() []byte { return c.ca.ca.CertificatePEM }
+
+// AnonymousConfig reaches the kube-apiserver and trusts its serving CA, with no credential.
+func (c *ControlPlane) anonymousConfig() *rest.Config {
+	return &rest.Config{
+		Host:            c.Config.Host,
+		TLSClientConfig: rest.TLSClientConfig{CAData: c.Config.CAData},
+	}
+}
+
+// WithBearerToken returns a config that authenticates with the token only.
+func (c *ControlPlane) WithBearerToken(token string) *rest.Config {
+	cfg := c.anonymousConfig()
+	cfg.BearerToken = token
+	return cfg
+}
+
+// Kubeconfig renders a config as a kubeconfig file's content.
+func Kubeconfig(cfg *rest.Config) ([]byte, error) {
+	return clientcmd.Write(clientcmdapi.Config{
+		Clusters: map[string]*clientcmdapi.Cluster{"cluster": {
+			Server:                   cfg.Host,
+			CertificateAuthorityData: cfg.CAData,
+		}},
+		AuthInfos: map[string]*clientcmdapi.AuthInfo{"user": {
+			ClientCertificateData: cfg.CertData,
+			ClientKeyData:         cfg.KeyData,
+			Token:                 cfg.BearerToken,
+		}},
+		Contexts:       map[string]*clientcmdapi.Context{"context": {Cluster: "cluster", AuthInfo: "user"}},
+		CurrentContext: "context",
+	})
+}
+
+// RepoRoot is the root of this repository, for paths to CRDs and charts.
+func RepoRoot() string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Clean(filepath.Join(filepath.Dir(file), "..", ".."))
+}
+
+// SeedCRDPaths are the CRDs a seed has: Gardener's extension and resource-manager
+// CRDs, Istio's, and this project's own seed CRDs once they exist.
+func SeedCRDPaths() []string {
+	return existing(filepath.Join(RepoRoot(), "upstream-crds"), filepath.Join(RepoRoot(), "pkg", "apis", "firewall", "crds", "seed"))
+}
+
+// ShootCRDPaths are the CRDs the extension installs into a shoot.
+func ShootCRDPaths() []string {
+	return existing(filepath.Join(RepoRoot(), "pkg", "apis", "firewall", "crds", "shoot"))
+}
+
+func existing(paths ...string) []string {
+	var out []string
+	for _, p := range paths {
+		if _, err := os.Stat(p); err == nil {
+			out = append(out, p)
+		}
+	}
+	return out
+}
