@@ -1,0 +1,54 @@
+# Make targets for gardener-extension-firewall. Every target a user touches is
+# documented in README.md.
+
+SHELL := /usr/bin/env bash -o pipefail
+
+REPO_ROOT          := $(shell pwd)
+TOOLS_BIN          := $(REPO_ROOT)/hack/tools/bin
+GOLANGCI_LINT_VERSION ?= v2.8.0
+GOLANGCI_LINT      := $(TOOLS_BIN)/golangci-lint-$(GOLANGCI_LINT_VERSION)
+GO_TEST_FLAGS      ?= -timeout 30m
+# Root runs the network-namespace tests; they then fail instead of skipping
+# when something they need is missing, so CI (root) cannot silently skip them.
+ifeq ($(shell id -u),0)
+export REQUIRE_ROOT_TESTS ?= true
+endif
+
+.PHONY: all
+all: check test
+
+# The control-plane binaries (kube-apiserver, kube-controller-manager, etcd)
+# are built from the module proxy once and cached outside the repository.
+.PHONY: control-plane
+control-plane:
+	@hack/build-control-plane.sh
+
+.PHONY: test
+test:
+	KUBEBUILDER_ASSETS="$$(hack/build-control-plane.sh)" go test $(GO_TEST_FLAGS) ./...
+
+.PHONY: test-unit
+test-unit:
+	go test $(GO_TEST_FLAGS) $$(go list ./... | grep -v /test/)
+
+$(GOLANGCI_LINT):
+	@mkdir -p $(TOOLS_BIN)
+	GOBIN=$(TOOLS_BIN) go install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_LINT_VERSION)
+	mv $(TOOLS_BIN)/golangci-lint $@
+
+.PHONY: check
+check: $(GOLANGCI_LINT)
+	@unformatted="$$(gofmt -l $$(git ls-files '*.go'))"; \
+	  if [ -n "$$unformatted" ]; then echo "gofmt needed:"; echo "$$unformatted"; exit 1; fi
+	go vet ./...
+	$(GOLANGCI_LINT) run ./...
+
+.PHONY: generate
+generate:
+	hack/update-upstream-crds.sh
+
+# Fails when `make generate` changes anything that is committed.
+.PHONY: verify-generate
+verify-generate: generate
+	@if [ -n "$$(git status --porcelain -- upstream-crds pkg charts example)" ]; then \
+	  echo "make generate changed committed files:"; git status --porcelain -- upstream-crds pkg charts example; exit 1; fi
