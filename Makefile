@@ -7,6 +7,8 @@ REPO_ROOT          := $(shell pwd)
 TOOLS_BIN          := $(REPO_ROOT)/hack/tools/bin
 GOLANGCI_LINT_VERSION ?= v2.8.0
 GOLANGCI_LINT      := $(TOOLS_BIN)/golangci-lint-$(GOLANGCI_LINT_VERSION)
+CONTROLLER_GEN_VERSION ?= v0.22.0
+CONTROLLER_GEN     := $(TOOLS_BIN)/controller-gen-$(CONTROLLER_GEN_VERSION)
 GO_TEST_FLAGS      ?= -timeout 30m
 # Root runs the network-namespace tests; they then fail instead of skipping
 # when something they need is missing, so CI (root) cannot silently skip them.
@@ -36,6 +38,11 @@ $(GOLANGCI_LINT):
 	GOBIN=$(TOOLS_BIN) go install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_LINT_VERSION)
 	mv $(TOOLS_BIN)/golangci-lint $@
 
+$(CONTROLLER_GEN):
+	@mkdir -p $(TOOLS_BIN)
+	GOBIN=$(TOOLS_BIN) go install sigs.k8s.io/controller-tools/cmd/controller-gen@$(CONTROLLER_GEN_VERSION)
+	mv $(TOOLS_BIN)/controller-gen $@
+
 .PHONY: check
 check: $(GOLANGCI_LINT)
 	@unformatted="$$(gofmt -l $$(git ls-files '*.go'))"; \
@@ -44,8 +51,9 @@ check: $(GOLANGCI_LINT)
 	$(GOLANGCI_LINT) run ./...
 
 .PHONY: generate
-generate:
+generate: $(CONTROLLER_GEN)
 	hack/update-upstream-crds.sh
+	hack/generate-crds.sh $(CONTROLLER_GEN)
 
 # Fails when `make generate` changes anything that is committed.
 .PHONY: verify-generate
