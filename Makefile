@@ -5,7 +5,7 @@ SHELL := /usr/bin/env bash -o pipefail
 
 REPO_ROOT          := $(shell pwd)
 TOOLS_BIN          := $(REPO_ROOT)/hack/tools/bin
-GOLANGCI_LINT_VERSION ?= v2.8.0
+GOLANGCI_LINT_VERSION ?= v2.11.4
 GOLANGCI_LINT      := $(TOOLS_BIN)/golangci-lint-$(GOLANGCI_LINT_VERSION)
 CONTROLLER_GEN_VERSION ?= v0.22.0
 CONTROLLER_GEN     := $(TOOLS_BIN)/controller-gen-$(CONTROLLER_GEN_VERSION)

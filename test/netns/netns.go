@@ -85,7 +85,7 @@ func (n *NS) Do(fn func() error) error {
 			errc <- err
 			return
 		}
-		defer f.Close()
+		defer func() { _ = f.Close() }()
 		if err := unix.Setns(int(f.Fd()), unix.CLONE_NEWNET); err != nil {
 			errc <- fmt.Errorf("setns %s: %w", n.Name, err)
 			return

@@ -73,7 +73,7 @@ func Start(opts Options) (*ControlPlane, error) {
 	if err := os.MkdirAll(apiServer.CertDir, 0o700); err != nil {
 		return nil, err
 	}
-	apiServer.SecureServing.Authn = ca
+	apiServer.Authn = ca
 	apiServer.Configure().
 		// Bootstrap tokens are how a new firewall first authenticates at its seed.
 		Set("enable-bootstrap-token-auth", "true").

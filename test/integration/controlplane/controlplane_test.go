@@ -134,7 +134,7 @@ var _ = Describe("Control plane built from source", func() {
 
 		bootstrapClient, err := kubernetes.NewForConfig(seed.WithBearerToken(token))
 		Expect(err).NotTo(HaveOccurred())
-		name, uid, err := csr.RequestCertificate(bootstrapClient, csrPEM, "", certificatesv1.KubeAPIServerClientSignerName,
+		name, uid, err := csr.RequestCertificateWithContext(ctx, bootstrapClient, csrPEM, "", certificatesv1.KubeAPIServerClientSignerName,
 			ptr.To(10*time.Minute), []certificatesv1.KeyUsage{certificatesv1.UsageDigitalSignature, certificatesv1.UsageClientAuth}, key)
 		Expect(err).NotTo(HaveOccurred())
 

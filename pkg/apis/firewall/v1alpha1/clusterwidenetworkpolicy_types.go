@@ -130,5 +130,5 @@ type ClusterwideNetworkPolicyList struct {
 }
 
 func init() {
-	SchemeBuilder.Register(&ClusterwideNetworkPolicy{}, &ClusterwideNetworkPolicyList{})
+	knownTypes = append(knownTypes, &ClusterwideNetworkPolicy{}, &ClusterwideNetworkPolicyList{})
 }
