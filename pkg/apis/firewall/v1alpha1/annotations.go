@@ -1,0 +1,42 @@
+package v1alpha1
+
+const (
+	// AnnotationPaused stops every controller from acting on the object, its
+	// finalizers included. Migration and cluster-move tools set it so that a
+	// manager on the old seed cannot delete a machine the new seed adopts.
+	AnnotationPaused = GroupName + "/paused"
+	// AnnotationReconcile asks for an immediate reconciliation; the manager
+	// removes it when done.
+	AnnotationReconcile = GroupName + "/reconcile"
+	// AnnotationNoControllerConnection makes the manager consider a Firewall
+	// Ready without an agent heartbeat, for images whose agent cannot reach
+	// the seed.
+	AnnotationNoControllerConnection = GroupName + "/no-controller-connection"
+	// AnnotationRoll on a FirewallDeployment forces a new FirewallSet, as if an
+	// immutable part of the template had changed; the manager removes it.
+	AnnotationRoll = GroupName + "/roll"
+	// AnnotationRevision on a FirewallSet is the template revision it belongs to.
+	AnnotationRevision = GroupName + "/revision"
+)
+
+// Condition types of a Firewall.
+const (
+	// ConditionCreated: the machine provider has created the machine.
+	ConditionCreated = "Created"
+	// ConditionProvisioned: the machine has booted its image.
+	ConditionProvisioned = "Provisioned"
+	// ConditionConnected: the agent reports into the shoot (FirewallMonitor).
+	ConditionConnected = "Connected"
+	// ConditionSeedConnected: the agent reports into the seed (Firewall status).
+	ConditionSeedConnected = "SeedConnected"
+	// ConditionReady: the firewall forwards traffic with its current rules.
+	ConditionReady = "Ready"
+)
+
+// Condition types of a FirewallDeployment.
+const (
+	// ConditionAvailable: the wanted number of Ready firewalls exists.
+	ConditionAvailable = "Available"
+	// ConditionProgressing: a rollout is under way and within its deadline.
+	ConditionProgressing = "Progressing"
+)

@@ -1,0 +1,158 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// Firewall is one firewall machine of a shoot, owned by a FirewallSet. It
+// lives in the shoot's namespace in the seed.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:resource:shortName=fw
+// +kubebuilder:subresource:status
+// +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
+// +kubebuilder:printcolumn:name="Machine",type=string,JSONPath=`.status.machineStatus.machineID`
+// +kubebuilder:printcolumn:name="Image",type=string,JSONPath=`.spec.image`
+// +kubebuilder:printcolumn:name="Agent",type=string,JSONPath=`.status.agentStatus.version`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type Firewall struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec   FirewallSpec   `json:"spec"`
+	Status FirewallStatus `json:"status,omitempty"`
+}
+
+// FirewallSpec describes the machine and what the agent on it enforces.
+// Size, image, partition, project and networks are immutable parts of a
+// machine: changing them in a deployment's template rolls a new set.
+type FirewallSpec struct {
+	// Size is the machine size.
+	Size string `json:"size"`
+	// Image is the firewall operating system image.
+	Image string `json:"image"`
+	// Partition is the metal partition the machine is allocated in.
+	Partition string `json:"partition"`
+	// Project is the metal project that owns the machine.
+	Project string `json:"project"`
+	// Networks are the metal networks the machine is attached to.
+	Networks []string `json:"networks"`
+
+	FirewallTrafficSpec `json:",inline"`
+
+	// AgentVersion is the firewall-agent version the machine runs.
+	// +optional
+	AgentVersion string `json:"agentVersion,omitempty"`
+	// AgentURL is where the machine downloads that agent version from.
+	// +optional
+	AgentURL string `json:"agentURL,omitempty"`
+	// SSHPublicKeys are authorized for the machine's admin user.
+	// +optional
+	SSHPublicKeys []string `json:"sshPublicKeys,omitempty"`
+	// UserdataContents are the files written onto the machine at provisioning
+	// time. Secret-backed contents are read when the machine is created, so no
+	// credential is stored in the Firewall object itself.
+	// +optional
+	UserdataContents []UserdataContent `json:"userdataContents,omitempty"`
+}
+
+// UserdataContent is one file on the firewall machine.
+type UserdataContent struct {
+	// Path is the absolute path of the file on the machine.
+	Path string `json:"path"`
+	// Content is the file's content. Exactly one of content and secretRef is set.
+	// +optional
+	Content string `json:"content,omitempty"`
+	// SecretRef names a key of a Secret in the Firewall's namespace that holds
+	// the content.
+	// +optional
+	SecretRef *SecretKeyReference `json:"secretRef,omitempty"`
+	// Mode is the file's permission bits, 0600 when unset.
+	// +optional
+	Mode *int32 `json:"mode,omitempty"`
+}
+
+// SecretKeyReference names one key of a Secret in the same namespace.
+type SecretKeyReference struct {
+	// Name is the Secret's name.
+	Name string `json:"name"`
+	// Key is the key within the Secret's data.
+	Key string `json:"key"`
+}
+
+// FirewallPhase is the coarse life-cycle state of a Firewall.
+type FirewallPhase string
+
+const (
+	// FirewallPhaseCreating means the machine is being allocated or has not reported yet.
+	FirewallPhaseCreating FirewallPhase = "Creating"
+	// FirewallPhaseRunning means the machine is provisioned and its agent reports.
+	FirewallPhaseRunning FirewallPhase = "Running"
+	// FirewallPhaseCrashing means the machine failed to provision or its agent stopped reporting.
+	FirewallPhaseCrashing FirewallPhase = "Crashing"
+	// FirewallPhaseDeleting means the machine is being released.
+	FirewallPhaseDeleting FirewallPhase = "Deleting"
+)
+
+// FirewallStatus is what the manager and the agent report about a Firewall.
+type FirewallStatus struct {
+	// Phase is the coarse life-cycle state.
+	// +optional
+	Phase FirewallPhase `json:"phase,omitempty"`
+	// Conditions are Created, Provisioned, Connected, SeedConnected and Ready.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+	// MachineStatus describes the machine behind the Firewall.
+	// +optional
+	MachineStatus *MachineStatus `json:"machineStatus,omitempty"`
+	// AgentStatus is what the agent on the machine last reported.
+	// +optional
+	AgentStatus *AgentStatus `json:"agentStatus,omitempty"`
+	// ObservedGeneration is the generation the manager last acted on.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+}
+
+// MachineStatus identifies the machine behind a Firewall. The machine ID is
+// how a Firewall finds its machine again after a restart or a migration.
+type MachineStatus struct {
+	// MachineID is the provider's ID of the machine.
+	MachineID string `json:"machineID"`
+	// AllocationTimestamp is when the machine was allocated.
+	// +optional
+	AllocationTimestamp *metav1.Time `json:"allocationTimestamp,omitempty"`
+	// Message is the provider's last word on the machine.
+	// +optional
+	Message string `json:"message,omitempty"`
+}
+
+// AgentStatus is the agent's heartbeat.
+type AgentStatus struct {
+	// Version is the agent's version.
+	// +optional
+	Version string `json:"version,omitempty"`
+	// LastRunAgainstSeed is when the agent last applied rules it read from the seed.
+	// +optional
+	LastRunAgainstSeed *metav1.Time `json:"lastRunAgainstSeed,omitempty"`
+	// LastRunAgainstShoot is when the agent last applied rules it read from the shoot.
+	// +optional
+	LastRunAgainstShoot *metav1.Time `json:"lastRunAgainstShoot,omitempty"`
+	// Message is the agent's last error, empty when the last run succeeded.
+	// +optional
+	Message string `json:"message,omitempty"`
+}
+
+// FirewallList is a list of Firewalls.
+//
+// +kubebuilder:object:root=true
+type FirewallList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []Firewall `json:"items"`
+}
+
+func init() {
+	knownTypes = append(knownTypes, &Firewall{}, &FirewallList{})
+}

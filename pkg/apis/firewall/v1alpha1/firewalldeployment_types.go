@@ -1,0 +1,91 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// FirewallDeployment rolls out a shoot's firewalls: it owns one FirewallSet
+// per revision of the immutable part of its template.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:resource:shortName=fwdeploy
+// +kubebuilder:subresource:status
+// +kubebuilder:printcolumn:name="Strategy",type=string,JSONPath=`.spec.strategy`
+// +kubebuilder:printcolumn:name="Replicas",type=integer,JSONPath=`.spec.replicas`
+// +kubebuilder:printcolumn:name="Ready",type=integer,JSONPath=`.status.readyReplicas`
+// +kubebuilder:printcolumn:name="Revision",type=integer,JSONPath=`.status.observedRevision`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type FirewallDeployment struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec   FirewallDeploymentSpec   `json:"spec"`
+	Status FirewallDeploymentStatus `json:"status,omitempty"`
+}
+
+// UpdateStrategy says how a new revision replaces the old one.
+// +kubebuilder:validation:Enum=RollingUpdate;Recreate
+type UpdateStrategy string
+
+const (
+	// StrategyRollingUpdate creates the new set first and removes the old one
+	// only when the new one is Ready: no moment without a firewall.
+	StrategyRollingUpdate UpdateStrategy = "RollingUpdate"
+	// StrategyRecreate removes the old set first, for partitions without spare
+	// machines or networks that allow only one firewall.
+	StrategyRecreate UpdateStrategy = "Recreate"
+)
+
+// FirewallDeploymentSpec is the desired firewall rollout.
+type FirewallDeploymentSpec struct {
+	// Strategy is RollingUpdate (default) or Recreate.
+	// +optional
+	Strategy UpdateStrategy `json:"strategy,omitempty"`
+	// Replicas is the number of firewalls, normally 1.
+	// +kubebuilder:validation:Minimum=0
+	Replicas int32 `json:"replicas"`
+	// Selector matches the FirewallSets and Firewalls the deployment owns.
+	Selector map[string]string `json:"selector"`
+	// Template is what the firewalls are created from.
+	Template FirewallTemplateSpec `json:"template"`
+}
+
+// FirewallDeploymentStatus reports the rollout.
+type FirewallDeploymentStatus struct {
+	// ObservedRevision is the revision of the newest set.
+	// +optional
+	ObservedRevision int64 `json:"observedRevision,omitempty"`
+	// Replicas counts the Firewalls of all owned sets.
+	// +optional
+	Replicas int32 `json:"replicas,omitempty"`
+	// ReadyReplicas counts the Ready Firewalls of the newest set.
+	// +optional
+	ReadyReplicas int32 `json:"readyReplicas,omitempty"`
+	// ProgressingReplicas counts the Firewalls of the newest set still being created.
+	// +optional
+	ProgressingReplicas int32 `json:"progressingReplicas,omitempty"`
+	// UnhealthyReplicas counts the Firewalls of the newest set past the health timeout.
+	// +optional
+	UnhealthyReplicas int32 `json:"unhealthyReplicas,omitempty"`
+	// Conditions are Available and Progressing.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+	// ObservedGeneration is the generation the manager last acted on.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+}
+
+// FirewallDeploymentList is a list of FirewallDeployments.
+//
+// +kubebuilder:object:root=true
+type FirewallDeploymentList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []FirewallDeployment `json:"items"`
+}
+
+func init() {
+	knownTypes = append(knownTypes, &FirewallDeployment{}, &FirewallDeploymentList{})
+}

@@ -1,0 +1,87 @@
+package validation_test
+
+import (
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	. "github.com/onsi/gomega/gstruct"
+	"github.com/onsi/gomega/types"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/utils/ptr"
+
+	firewallv1alpha1 "github.com/metal-firewall/gardener-extension-firewall/pkg/apis/firewall/v1alpha1"
+	. "github.com/metal-firewall/gardener-extension-firewall/pkg/apis/firewall/validation"
+)
+
+func validSpec() firewallv1alpha1.FirewallSpec {
+	return firewallv1alpha1.FirewallSpec{
+		Size:      "c1-xlarge-x86",
+		Image:     "firewall-ubuntu-3.0",
+		Partition: "fra-equ01",
+		Project:   "p1",
+		Networks:  []string{"internet", "tenant-1"},
+		FirewallTrafficSpec: firewallv1alpha1.FirewallTrafficSpec{
+			InternalPrefixes: []string{"10.0.1.0/24", "fd00:1::/64"},
+			EgressRules:      []firewallv1alpha1.EgressRuleSNAT{{NetworkID: "internet", IPs: []string{"203.0.113.5", "2001:db8::5"}}},
+			RateLimits:       []firewallv1alpha1.RateLimit{{Interface: "eth1", Rate: 100}},
+		},
+		UserdataContents: []firewallv1alpha1.UserdataContent{
+			{Path: "/etc/firewall-agent/config.yaml", Content: "name: fw"},
+			{Path: "/etc/firewall-agent/bootstrap.kubeconfig", SecretRef: &firewallv1alpha1.SecretKeyReference{Name: "bootstrap", Key: "kubeconfig"}, Mode: ptr.To[int32](0o600)},
+		},
+	}
+}
+
+func fieldErr(t field.ErrorType, path string, value any) types.GomegaMatcher {
+	fields := Fields{"Type": Equal(t), "Field": Equal(path)}
+	if value != nil {
+		fields["BadValue"] = Equal(value)
+	}
+	return PointTo(MatchFields(IgnoreExtras, fields))
+}
+
+var _ = Describe("ValidateFirewallSpec", func() {
+	It("accepts a complete spec", func() {
+		Expect(ValidateFirewallSpec(validSpec(), field.NewPath("spec"))).To(BeEmpty())
+	})
+
+	DescribeTable("names the field and the value of a bad spec",
+		func(mutate func(*firewallv1alpha1.FirewallSpec), matcher types.GomegaMatcher) {
+			spec := validSpec()
+			mutate(&spec)
+			Expect(ValidateFirewallSpec(spec, field.NewPath("spec"))).To(ConsistOf(matcher))
+		},
+		Entry("missing size", func(s *firewallv1alpha1.FirewallSpec) { s.Size = "" }, fieldErr(field.ErrorTypeRequired, "spec.size", nil)),
+		Entry("no networks", func(s *firewallv1alpha1.FirewallSpec) { s.Networks = nil }, fieldErr(field.ErrorTypeRequired, "spec.networks", nil)),
+		Entry("duplicate network", func(s *firewallv1alpha1.FirewallSpec) { s.Networks = []string{"a", "a"} }, fieldErr(field.ErrorTypeDuplicate, "spec.networks[1]", "a")),
+		Entry("bad internal prefix", func(s *firewallv1alpha1.FirewallSpec) { s.InternalPrefixes = []string{"10.0.0/8"} },
+			fieldErr(field.ErrorTypeInvalid, "spec.internalPrefixes[0]", "10.0.0/8")),
+		Entry("internal prefix with host bits", func(s *firewallv1alpha1.FirewallSpec) { s.InternalPrefixes = []string{"10.0.1.7/24"} },
+			fieldErr(field.ErrorTypeInvalid, "spec.internalPrefixes[0]", "10.0.1.7/24")),
+		Entry("SNAT address not an IP", func(s *firewallv1alpha1.FirewallSpec) { s.EgressRules[0].IPs = []string{"203.0.113.0/24"} },
+			fieldErr(field.ErrorTypeInvalid, "spec.egressRules[0].ips[0]", "203.0.113.0/24")),
+		Entry("SNAT without addresses", func(s *firewallv1alpha1.FirewallSpec) { s.EgressRules[0].IPs = nil },
+			fieldErr(field.ErrorTypeRequired, "spec.egressRules[0].ips", nil)),
+		Entry("SNAT with network and interface", func(s *firewallv1alpha1.FirewallSpec) { s.EgressRules[0].Interface = "eth0" },
+			fieldErr(field.ErrorTypeInvalid, "spec.egressRules[0].interface", "eth0")),
+		Entry("rate limit without network", func(s *firewallv1alpha1.FirewallSpec) { s.RateLimits[0].Interface = "" },
+			fieldErr(field.ErrorTypeRequired, "spec.rateLimits[0].networkID", nil)),
+		Entry("rate limit of zero", func(s *firewallv1alpha1.FirewallSpec) { s.RateLimits[0].Rate = 0 },
+			fieldErr(field.ErrorTypeInvalid, "spec.rateLimits[0].rate", uint32(0))),
+		Entry("relative userdata path", func(s *firewallv1alpha1.FirewallSpec) { s.UserdataContents[0].Path = "etc/x" },
+			fieldErr(field.ErrorTypeInvalid, "spec.userdataContents[0].path", "etc/x")),
+		Entry("duplicate userdata path", func(s *firewallv1alpha1.FirewallSpec) { s.UserdataContents[1].Path = s.UserdataContents[0].Path },
+			fieldErr(field.ErrorTypeDuplicate, "spec.userdataContents[1].path", "/etc/firewall-agent/config.yaml")),
+		Entry("content and secretRef", func(s *firewallv1alpha1.FirewallSpec) { s.UserdataContents[1].Content = "x" },
+			fieldErr(field.ErrorTypeInvalid, "spec.userdataContents[1].secretRef", "bootstrap")),
+		Entry("secretRef without key", func(s *firewallv1alpha1.FirewallSpec) { s.UserdataContents[1].SecretRef.Key = "" },
+			fieldErr(field.ErrorTypeRequired, "spec.userdataContents[1].secretRef", nil)),
+		Entry("mode beyond 0777", func(s *firewallv1alpha1.FirewallSpec) { s.UserdataContents[1].Mode = ptr.To[int32](0o1777) },
+			fieldErr(field.ErrorTypeInvalid, "spec.userdataContents[1].mode", int32(0o1777))),
+	)
+
+	It("collects every error instead of stopping at the first", func() {
+		spec := validSpec()
+		spec.Image, spec.InternalPrefixes = "", []string{"nonsense"}
+		Expect(ValidateFirewallSpec(spec, field.NewPath("spec"))).To(HaveLen(2))
+	})
+})

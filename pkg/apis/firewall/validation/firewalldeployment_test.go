@@ -1,0 +1,55 @@
+package validation_test
+
+import (
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	firewallv1alpha1 "github.com/metal-firewall/gardener-extension-firewall/pkg/apis/firewall/v1alpha1"
+	. "github.com/metal-firewall/gardener-extension-firewall/pkg/apis/firewall/validation"
+)
+
+var _ = Describe("ValidateFirewallDeployment", func() {
+	var d *firewallv1alpha1.FirewallDeployment
+
+	BeforeEach(func() {
+		d = &firewallv1alpha1.FirewallDeployment{Spec: firewallv1alpha1.FirewallDeploymentSpec{
+			Strategy: firewallv1alpha1.StrategyRollingUpdate,
+			Replicas: 1,
+			Selector: map[string]string{"firewall": "shoot"},
+			Template: firewallv1alpha1.FirewallTemplateSpec{
+				Metadata: firewallv1alpha1.TemplateMetadata{Labels: map[string]string{"firewall": "shoot", "extra": "x"}},
+				Spec:     validSpec(),
+			},
+		}}
+	})
+
+	It("accepts a valid deployment", func() {
+		Expect(ValidateFirewallDeployment(d)).To(BeEmpty())
+	})
+
+	It("refuses an unknown strategy", func() {
+		d.Spec.Strategy = "BlueGreen"
+		Expect(ValidateFirewallDeployment(d)).To(ConsistOf(fieldErr(field.ErrorTypeNotSupported, "spec.strategy", firewallv1alpha1.UpdateStrategy("BlueGreen"))))
+	})
+
+	It("refuses an empty selector, which would adopt every Firewall", func() {
+		d.Spec.Selector = nil
+		Expect(ValidateFirewallDeployment(d)).To(ConsistOf(fieldErr(field.ErrorTypeRequired, "spec.selector", nil)))
+	})
+
+	It("refuses a selector that does not match the template", func() {
+		d.Spec.Template.Metadata.Labels = map[string]string{"firewall": "other"}
+		Expect(ValidateFirewallDeployment(d)).To(ConsistOf(fieldErr(field.ErrorTypeInvalid, "spec.template.metadata.labels", nil)))
+	})
+
+	It("validates the template's Firewall spec under its own path", func() {
+		d.Spec.Template.Spec.Partition = ""
+		Expect(ValidateFirewallDeployment(d)).To(ConsistOf(fieldErr(field.ErrorTypeRequired, "spec.template.spec.partition", nil)))
+	})
+
+	It("validates sets the same way", func() {
+		s := &firewallv1alpha1.FirewallSet{Spec: firewallv1alpha1.FirewallSetSpec{Replicas: -1, Selector: d.Spec.Selector, Template: d.Spec.Template}}
+		Expect(ValidateFirewallSet(s)).To(ConsistOf(fieldErr(field.ErrorTypeInvalid, "spec.replicas", int32(-1))))
+	})
+})
