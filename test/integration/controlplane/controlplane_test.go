@@ -25,6 +25,8 @@ import (
 	bootstraptokenapi "k8s.io/cluster-bootstrap/token/api"
 	bootstraptokenutil "k8s.io/cluster-bootstrap/token/util"
 	"k8s.io/utils/ptr"
+
+	"github.com/metal-firewall/gardener-extension-firewall/test/testenv"
 )
 
 // whoAmI asks the kube-apiserver who the config authenticates as.
@@ -181,5 +183,39 @@ var _ = Describe("Control plane built from source", func() {
 
 		_, err = whoAmI(ctx, seed.WithBearerToken(token))
 		Expect(apierrors.IsUnauthorized(err)).To(BeTrue(), "an expired token authenticates no more, got %v", err)
+	})
+
+	It("starts a second seed and a shoot on demand, each with its own CA and CRDs", func(ctx SpecContext) {
+		shoot, err := testenv.Start(testenv.Options{Name: "shoot", CRDDirectoryPaths: testenv.ShootCRDPaths()})
+		Expect(err).NotTo(HaveOccurred())
+		DeferCleanup(func() { Expect(shoot.Stop()).To(Succeed()) })
+		seedB, err := testenv.Start(testenv.Options{Name: "seed-b", CRDDirectoryPaths: testenv.SeedCRDPaths()})
+		Expect(err).NotTo(HaveOccurred())
+		DeferCleanup(func() { Expect(seedB.Stop()).To(Succeed()) })
+
+		Expect(shoot.Config.Host).NotTo(Equal(seed.Config.Host))
+		Expect(seedB.CACertificate()).NotTo(Equal(seed.CACertificate()), "a migration test must see a changed CA")
+
+		shootAdmin, err := kubernetes.NewForConfig(shoot.Config)
+		Expect(err).NotTo(HaveOccurred())
+		groups, err := shootAdmin.Discovery().ServerGroups()
+		Expect(err).NotTo(HaveOccurred())
+		var names []string
+		for _, g := range groups.Groups {
+			names = append(names, g.Name)
+		}
+		Expect(names).To(ContainElement("firewall.metal-firewall.io"), "the shoot has ClusterwideNetworkPolicy and FirewallMonitor")
+		Expect(names).NotTo(ContainElement("extensions.gardener.cloud"), "Gardener's extension CRDs live in seeds only")
+
+		// A client certificate of one seed's CA is worthless at the other seed.
+		user, err := seedB.AddUser("firewall:test:fw-a")
+		Expect(err).NotTo(HaveOccurred())
+		_, err = whoAmI(ctx, user)
+		Expect(err).NotTo(HaveOccurred())
+		foreign := rest.CopyConfig(user)
+		foreign.Host = seed.Config.Host
+		foreign.CAData = seed.Config.CAData
+		_, err = whoAmI(ctx, foreign)
+		Expect(apierrors.IsUnauthorized(err)).To(BeTrue(), "got %v", err)
 	})
 })
