@@ -1,8 +1,8 @@
 package v1alpha1
 
 const (
-	// AnnotationPaused stops every controller from acting on the object, its
-	// finalizers included. Migration and cluster-move tools set it so that a
+	// AnnotationPaused ("true") stops every controller from acting on the
+	// object, its finalizers included. Migration and cluster-move tools set it so that a
 	// manager on the old seed cannot delete a machine the new seed adopts.
 	AnnotationPaused = GroupName + "/paused"
 	// AnnotationReconcile asks for an immediate reconciliation; the manager
@@ -12,10 +12,15 @@ const (
 	// Ready without an agent heartbeat, for images whose agent cannot reach
 	// the seed.
 	AnnotationNoControllerConnection = GroupName + "/no-controller-connection"
-	// AnnotationRoll on a FirewallDeployment forces a new FirewallSet, as if an
-	// immutable part of the template had changed; the manager removes it.
+	// AnnotationRoll on a FirewallDeployment is part of the template revision:
+	// changing its value forces a new FirewallSet, as if an immutable part of
+	// the template had changed.
 	AnnotationRoll = GroupName + "/roll"
-	// AnnotationRevision on a FirewallSet is the template revision it belongs to.
+	// LabelTemplateHash on a FirewallSet is the hash of the template revision
+	// it was created for.
+	LabelTemplateHash = GroupName + "/template-hash"
+	// AnnotationRevision on a FirewallSet is its revision number within its
+	// FirewallDeployment, counting from 1.
 	AnnotationRevision = GroupName + "/revision"
 )
 
@@ -40,3 +45,8 @@ const (
 	// ConditionProgressing: a rollout is under way and within its deadline.
 	ConditionProgressing = "Progressing"
 )
+
+// IsPaused tells whether controllers must leave the object alone.
+func IsPaused(annotations map[string]string) bool {
+	return annotations[AnnotationPaused] == "true"
+}

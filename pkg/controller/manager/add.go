@@ -1,0 +1,57 @@
+// Package manager wires the firewall manager's controllers: FirewallDeployment
+// -> FirewallSet -> Firewall, the same shape as metal-stack's
+// firewall-controller-manager, run inside the extension in every shoot namespace.
+package manager
+
+import (
+	"time"
+
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+
+	"github.com/metal-firewall/gardener-extension-firewall/pkg/controller/manager/firewall"
+	"github.com/metal-firewall/gardener-extension-firewall/pkg/controller/manager/firewalldeployment"
+	"github.com/metal-firewall/gardener-extension-firewall/pkg/controller/manager/firewallset"
+	"github.com/metal-firewall/gardener-extension-firewall/pkg/controller/manager/machine"
+)
+
+// Options configure the firewall manager.
+type Options struct {
+	// Provider hands out the machines.
+	Provider machine.Provider
+	// ProgressDeadline is how long a new FirewallSet may take to become Ready
+	// before the rollout is reported as failed. Default 15m.
+	ProgressDeadline time.Duration
+	// HealthTimeout is how long a Firewall may take to become Ready before it
+	// counts as unhealthy. Default 20m: bare metal takes minutes to boot.
+	HealthTimeout time.Duration
+	// HeartbeatTimeout is how old the agent's last report may be for a
+	// Firewall to count as connected. Default 3m.
+	HeartbeatTimeout time.Duration
+}
+
+// Defaults for Options.
+const (
+	DefaultProgressDeadline = 15 * time.Minute
+	DefaultHealthTimeout    = 20 * time.Minute
+	DefaultHeartbeatTimeout = 3 * time.Minute
+)
+
+// AddToManager adds the three controllers to mgr.
+func AddToManager(mgr manager.Manager, opts Options) error {
+	if opts.ProgressDeadline == 0 {
+		opts.ProgressDeadline = DefaultProgressDeadline
+	}
+	if opts.HealthTimeout == 0 {
+		opts.HealthTimeout = DefaultHealthTimeout
+	}
+	if opts.HeartbeatTimeout == 0 {
+		opts.HeartbeatTimeout = DefaultHeartbeatTimeout
+	}
+	if err := (&firewalldeployment.Reconciler{ProgressDeadline: opts.ProgressDeadline}).AddToManager(mgr); err != nil {
+		return err
+	}
+	if err := (&firewallset.Reconciler{HealthTimeout: opts.HealthTimeout}).AddToManager(mgr); err != nil {
+		return err
+	}
+	return (&firewall.Reconciler{Provider: opts.Provider, HealthTimeout: opts.HealthTimeout, HeartbeatTimeout: opts.HeartbeatTimeout}).AddToManager(mgr)
+}

@@ -1,0 +1,280 @@
+// Package firewalldeployment rolls out a shoot's firewalls: one FirewallSet
+// per revision of the template's immutable part, RollingUpdate or Recreate.
+package firewalldeployment
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"strconv"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	firewallv1alpha1 "github.com/metal-firewall/gardener-extension-firewall/pkg/apis/firewall/v1alpha1"
+	"github.com/metal-firewall/gardener-extension-firewall/pkg/apis/firewall/validation"
+)
+
+// Finalizer keeps a FirewallDeployment until its sets are gone.
+const Finalizer = firewallv1alpha1.GroupName + "/firewallsets"
+
+// Reconciler reconciles FirewallDeployments.
+type Reconciler struct {
+	Client client.Client
+	Clock  clock.Clock
+	// ProgressDeadline is how long a new set may take to become Ready before
+	// the rollout is reported as failed; the old set stays meanwhile.
+	ProgressDeadline time.Duration
+}
+
+// AddToManager registers the controller.
+func (r *Reconciler) AddToManager(mgr manager.Manager) error {
+	if r.Client == nil {
+		r.Client = mgr.GetClient()
+	}
+	if r.Clock == nil {
+		r.Clock = clock.RealClock{}
+	}
+	return builder.ControllerManagedBy(mgr).Named("firewalldeployment").
+		For(&firewallv1alpha1.FirewallDeployment{}).
+		Owns(&firewallv1alpha1.FirewallSet{}).
+		Complete(r)
+}
+
+// Reconcile converges one FirewallDeployment.
+func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	d := &firewallv1alpha1.FirewallDeployment{}
+	if err := r.Client.Get(ctx, req.NamespacedName, d); err != nil {
+		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+	if firewallv1alpha1.IsPaused(d.Annotations) {
+		return reconcile.Result{}, nil
+	}
+	ownedSets, err := r.ownedSets(ctx, d)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	if d.DeletionTimestamp != nil {
+		return r.delete(ctx, d, ownedSets)
+	}
+	if errs := validation.ValidateFirewallDeployment(d); len(errs) > 0 {
+		return reconcile.Result{}, r.patchStatus(ctx, d, func() {
+			meta.SetStatusCondition(&d.Status.Conditions, metav1.Condition{Type: firewallv1alpha1.ConditionProgressing, Status: metav1.ConditionFalse,
+				Reason: "InvalidSpec", Message: errs.ToAggregate().Error(), ObservedGeneration: d.Generation})
+		})
+	}
+	if controllerutil.AddFinalizer(d, Finalizer) {
+		if err := r.Client.Update(ctx, d); err != nil {
+			return reconcile.Result{}, err
+		}
+	}
+
+	hash := templateHash(d)
+	var current *firewallv1alpha1.FirewallSet
+	var old []*firewallv1alpha1.FirewallSet
+	var maxRevision int64
+	for _, s := range ownedSets {
+		if rev, _ := strconv.ParseInt(s.Annotations[firewallv1alpha1.AnnotationRevision], 10, 64); rev > maxRevision {
+			maxRevision = rev
+		}
+		if s.Labels[firewallv1alpha1.LabelTemplateHash] == hash && s.DeletionTimestamp == nil {
+			current = s
+		} else {
+			old = append(old, s)
+		}
+	}
+
+	if current == nil {
+		if d.Spec.Strategy == firewallv1alpha1.StrategyRecreate && len(old) > 0 {
+			// Recreate: the old firewalls go first, the new set follows once they are gone.
+			if err := r.deleteSets(ctx, old); err != nil {
+				return reconcile.Result{}, err
+			}
+			return reconcile.Result{RequeueAfter: 10 * time.Second}, r.patchStatus(ctx, d, func() {
+				r.setProgressing(d, true, "DeletingOldSets", "Recreate: waiting for the old firewalls to be gone")
+			})
+		}
+		if current, err = r.createSet(ctx, d, hash, maxRevision+1); err != nil {
+			return reconcile.Result{}, err
+		}
+		maxRevision++
+	} else if err := r.updateSet(ctx, d, current); err != nil {
+		return reconcile.Result{}, err
+	}
+
+	rolledOut := current.Status.ObservedGeneration == current.Generation && current.Status.ReadyReplicas >= d.Spec.Replicas
+	if rolledOut && len(old) > 0 {
+		// RollingUpdate: the old set goes only now that the new one is Ready.
+		if err := r.deleteSets(ctx, old); err != nil {
+			return reconcile.Result{}, err
+		}
+	}
+
+	var requeue time.Duration
+	err = r.patchStatus(ctx, d, func() { requeue = r.updateStatus(d, current, ownedSets, maxRevision, rolledOut) })
+	return reconcile.Result{RequeueAfter: requeue}, err
+}
+
+func (r *Reconciler) ownedSets(ctx context.Context, d *firewallv1alpha1.FirewallDeployment) ([]*firewallv1alpha1.FirewallSet, error) {
+	list := &firewallv1alpha1.FirewallSetList{}
+	if err := r.Client.List(ctx, list, client.InNamespace(d.Namespace), client.MatchingLabels(d.Spec.Selector)); err != nil {
+		return nil, err
+	}
+	var owned []*firewallv1alpha1.FirewallSet
+	for i := range list.Items {
+		s := &list.Items[i]
+		ref := metav1.GetControllerOf(s)
+		switch {
+		case ref != nil && ref.UID == d.UID:
+			owned = append(owned, s)
+		case ref == nil && s.DeletionTimestamp == nil && d.DeletionTimestamp == nil && !firewallv1alpha1.IsPaused(s.Annotations):
+			// A set restored after a migration has no owner yet.
+			if err := controllerutil.SetControllerReference(d, s, r.Client.Scheme()); err != nil {
+				return nil, err
+			}
+			if err := r.Client.Update(ctx, s); err != nil {
+				return nil, fmt.Errorf("adopting FirewallSet %s: %w", s.Name, err)
+			}
+			log.FromContext(ctx).Info("Adopted orphaned FirewallSet", "firewallset", s.Name)
+			owned = append(owned, s)
+		}
+	}
+	return owned, nil
+}
+
+// desiredSetSpec is the set's spec for this deployment: the template hash
+// label separates the Firewalls of different revisions.
+func desiredSetSpec(d *firewallv1alpha1.FirewallDeployment, hash string) firewallv1alpha1.FirewallSetSpec {
+	tmpl := *d.Spec.Template.DeepCopy()
+	tmpl.Metadata.Labels = maps.Clone(tmpl.Metadata.Labels)
+	if tmpl.Metadata.Labels == nil {
+		tmpl.Metadata.Labels = map[string]string{}
+	}
+	tmpl.Metadata.Labels[firewallv1alpha1.LabelTemplateHash] = hash
+	selector := maps.Clone(d.Spec.Selector)
+	selector[firewallv1alpha1.LabelTemplateHash] = hash
+	return firewallv1alpha1.FirewallSetSpec{Replicas: d.Spec.Replicas, Selector: selector, Template: tmpl}
+}
+
+// createSet names the set after the hash, so a manager restarted between
+// creating it and seeing it in its cache gets AlreadyExists, not a twin.
+func (r *Reconciler) createSet(ctx context.Context, d *firewallv1alpha1.FirewallDeployment, hash string, revision int64) (*firewallv1alpha1.FirewallSet, error) {
+	setLabels := maps.Clone(d.Spec.Selector)
+	setLabels[firewallv1alpha1.LabelTemplateHash] = hash
+	set := &firewallv1alpha1.FirewallSet{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:        d.Name + "-" + hash,
+			Namespace:   d.Namespace,
+			Labels:      setLabels,
+			Annotations: map[string]string{firewallv1alpha1.AnnotationRevision: strconv.FormatInt(revision, 10)},
+		},
+		Spec: desiredSetSpec(d, hash),
+	}
+	if err := controllerutil.SetControllerReference(d, set, r.Client.Scheme()); err != nil {
+		return nil, err
+	}
+	if err := r.Client.Create(ctx, set); err != nil {
+		if !apierrors.IsAlreadyExists(err) {
+			return nil, fmt.Errorf("creating FirewallSet %s: %w", set.Name, err)
+		}
+		if err := r.Client.Get(ctx, client.ObjectKeyFromObject(set), set); err != nil {
+			return nil, err
+		}
+	}
+	log.FromContext(ctx).Info("Created FirewallSet", "firewallset", set.Name, "revision", revision)
+	return set, nil
+}
+
+// updateSet passes replicas and mutable template changes to the current set.
+func (r *Reconciler) updateSet(ctx context.Context, d *firewallv1alpha1.FirewallDeployment, set *firewallv1alpha1.FirewallSet) error {
+	want := desiredSetSpec(d, set.Labels[firewallv1alpha1.LabelTemplateHash])
+	if equality.Semantic.DeepEqual(want, set.Spec) {
+		return nil
+	}
+	patch := client.MergeFrom(set.DeepCopy())
+	set.Spec = want
+	return r.Client.Patch(ctx, set, patch)
+}
+
+func (r *Reconciler) deleteSets(ctx context.Context, sets []*firewallv1alpha1.FirewallSet) error {
+	for _, s := range sets {
+		if s.DeletionTimestamp != nil {
+			continue
+		}
+		if err := r.Client.Delete(ctx, s); client.IgnoreNotFound(err) != nil {
+			return err
+		}
+		log.FromContext(ctx).Info("Deleted old FirewallSet", "firewallset", s.Name)
+	}
+	return nil
+}
+
+func (r *Reconciler) delete(ctx context.Context, d *firewallv1alpha1.FirewallDeployment, sets []*firewallv1alpha1.FirewallSet) (reconcile.Result, error) {
+	if !controllerutil.ContainsFinalizer(d, Finalizer) {
+		return reconcile.Result{}, nil
+	}
+	if err := r.deleteSets(ctx, sets); err != nil {
+		return reconcile.Result{}, err
+	}
+	if len(sets) > 0 {
+		return reconcile.Result{RequeueAfter: 10 * time.Second}, nil
+	}
+	controllerutil.RemoveFinalizer(d, Finalizer)
+	return reconcile.Result{}, client.IgnoreNotFound(r.Client.Update(ctx, d))
+}
+
+func (r *Reconciler) updateStatus(d *firewallv1alpha1.FirewallDeployment, current *firewallv1alpha1.FirewallSet, sets []*firewallv1alpha1.FirewallSet, revision int64, rolledOut bool) time.Duration {
+	d.Status.ObservedGeneration = d.Generation
+	d.Status.ObservedRevision = revision
+	d.Status.ReadyReplicas = current.Status.ReadyReplicas
+	d.Status.ProgressingReplicas = current.Status.ProgressingReplicas
+	d.Status.UnhealthyReplicas = current.Status.UnhealthyReplicas
+	d.Status.Replicas = 0
+	for _, s := range sets {
+		d.Status.Replicas += s.Status.Replicas
+	}
+
+	available := current.Status.ReadyReplicas >= d.Spec.Replicas
+	msg := fmt.Sprintf("%d of %d firewalls ready", current.Status.ReadyReplicas, d.Spec.Replicas)
+	meta.SetStatusCondition(&d.Status.Conditions, metav1.Condition{Type: firewallv1alpha1.ConditionAvailable, Status: boolStatus(available),
+		Reason: "FirewallsReady", Message: msg, ObservedGeneration: d.Generation})
+	if rolledOut {
+		r.setProgressing(d, true, "RolloutComplete", "set "+current.Name+" is ready")
+		return 0
+	}
+	age := r.Clock.Now().Sub(current.CreationTimestamp.Time)
+	if age > r.ProgressDeadline {
+		r.setProgressing(d, false, "ProgressDeadlineExceeded", fmt.Sprintf("set %s not ready after %s: %s", current.Name, r.ProgressDeadline, msg))
+		return 0
+	}
+	r.setProgressing(d, true, "SetProgressing", "set "+current.Name+": "+msg)
+	return r.ProgressDeadline - age
+}
+
+func (r *Reconciler) setProgressing(d *firewallv1alpha1.FirewallDeployment, ok bool, reason, msg string) {
+	meta.SetStatusCondition(&d.Status.Conditions, metav1.Condition{Type: firewallv1alpha1.ConditionProgressing, Status: boolStatus(ok),
+		Reason: reason, Message: msg, ObservedGeneration: d.Generation})
+}
+
+func (r *Reconciler) patchStatus(ctx context.Context, d *firewallv1alpha1.FirewallDeployment, mutate func()) error {
+	patch := client.MergeFrom(d.DeepCopy())
+	mutate()
+	return client.IgnoreNotFound(r.Client.Status().Patch(ctx, d, patch))
+}
+
+func boolStatus(ok bool) metav1.ConditionStatus {
+	if ok {
+		return metav1.ConditionTrue
+	}
+	return metav1.ConditionFalse
+}

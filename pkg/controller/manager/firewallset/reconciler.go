@@ -1,0 +1,274 @@
+// Package firewallset keeps the number of Firewalls of a FirewallSet, adopts
+// orphans that match its selector and passes mutable template changes on to
+// its Firewalls.
+package firewallset
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strconv"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	firewallv1alpha1 "github.com/metal-firewall/gardener-extension-firewall/pkg/apis/firewall/v1alpha1"
+	"github.com/metal-firewall/gardener-extension-firewall/pkg/apis/firewall/validation"
+)
+
+// Finalizer keeps a FirewallSet until its Firewalls are gone.
+const Finalizer = firewallv1alpha1.GroupName + "/firewalls"
+
+// Reconciler reconciles FirewallSets.
+type Reconciler struct {
+	Client client.Client
+	Clock  clock.Clock
+	// HealthTimeout is how long a Firewall may take to become Ready before
+	// it counts as unhealthy.
+	HealthTimeout time.Duration
+}
+
+// AddToManager registers the controller. Every Firewall event reaches the
+// sets whose selector matches it, so orphans are adopted without delay.
+func (r *Reconciler) AddToManager(mgr manager.Manager) error {
+	if r.Client == nil {
+		r.Client = mgr.GetClient()
+	}
+	if r.Clock == nil {
+		r.Clock = clock.RealClock{}
+	}
+	return builder.ControllerManagedBy(mgr).Named("firewallset").
+		For(&firewallv1alpha1.FirewallSet{}).
+		Watches(&firewallv1alpha1.Firewall{}, handler.EnqueueRequestsFromMapFunc(r.setsSelecting)).
+		Complete(r)
+}
+
+func (r *Reconciler) setsSelecting(ctx context.Context, obj client.Object) []reconcile.Request {
+	list := &firewallv1alpha1.FirewallSetList{}
+	if err := r.Client.List(ctx, list, client.InNamespace(obj.GetNamespace())); err != nil {
+		log.FromContext(ctx).Error(err, "Listing FirewallSets")
+		return nil
+	}
+	var reqs []reconcile.Request
+	for _, s := range list.Items {
+		if len(s.Spec.Selector) > 0 && labels.SelectorFromSet(s.Spec.Selector).Matches(labels.Set(obj.GetLabels())) {
+			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&s)})
+		}
+	}
+	return reqs
+}
+
+// Reconcile converges one FirewallSet.
+func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	set := &firewallv1alpha1.FirewallSet{}
+	if err := r.Client.Get(ctx, req.NamespacedName, set); err != nil {
+		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+	if firewallv1alpha1.IsPaused(set.Annotations) {
+		return reconcile.Result{}, nil
+	}
+	if errs := validation.ValidateFirewallSet(set); len(errs) > 0 {
+		log.FromContext(ctx).Info("Invalid FirewallSet, not acting on it", "errors", errs.ToAggregate().Error())
+		return reconcile.Result{}, nil
+	}
+
+	firewalls, err := r.ownedFirewalls(ctx, set)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	if set.DeletionTimestamp != nil {
+		return r.delete(ctx, set, firewalls)
+	}
+	if controllerutil.AddFinalizer(set, Finalizer) {
+		if err := r.Client.Update(ctx, set); err != nil {
+			return reconcile.Result{}, err
+		}
+	}
+
+	var active []*firewallv1alpha1.Firewall
+	for _, fw := range firewalls {
+		if fw.DeletionTimestamp == nil {
+			active = append(active, fw)
+		}
+	}
+	for _, fw := range active {
+		if err := r.updateMutable(ctx, set, fw); err != nil {
+			return reconcile.Result{}, err
+		}
+	}
+	if missing := int(set.Spec.Replicas) - len(active); missing > 0 {
+		if err := r.create(ctx, set, firewalls, missing); err != nil {
+			return reconcile.Result{}, err
+		}
+	} else if missing < 0 {
+		if err := r.deleteSurplus(ctx, active, -missing); err != nil {
+			return reconcile.Result{}, err
+		}
+		active = active[-missing:]
+	}
+	return r.updateStatus(ctx, set, active)
+}
+
+// ownedFirewalls returns the set's Firewalls, adopting those that match its
+// selector but have no controller (e.g. restored after a migration).
+func (r *Reconciler) ownedFirewalls(ctx context.Context, set *firewallv1alpha1.FirewallSet) ([]*firewallv1alpha1.Firewall, error) {
+	list := &firewallv1alpha1.FirewallList{}
+	if err := r.Client.List(ctx, list, client.InNamespace(set.Namespace), client.MatchingLabels(set.Spec.Selector)); err != nil {
+		return nil, err
+	}
+	var owned []*firewallv1alpha1.Firewall
+	for i := range list.Items {
+		fw := &list.Items[i]
+		ref := metav1.GetControllerOf(fw)
+		switch {
+		case ref != nil && ref.UID == set.UID:
+			owned = append(owned, fw)
+		case ref == nil && fw.DeletionTimestamp == nil && set.DeletionTimestamp == nil && !firewallv1alpha1.IsPaused(fw.Annotations):
+			if err := controllerutil.SetControllerReference(set, fw, r.Client.Scheme()); err != nil {
+				return nil, err
+			}
+			if err := r.Client.Update(ctx, fw); err != nil {
+				return nil, fmt.Errorf("adopting Firewall %s: %w", fw.Name, err)
+			}
+			log.FromContext(ctx).Info("Adopted orphaned Firewall", "firewall", fw.Name)
+			owned = append(owned, fw)
+		}
+	}
+	return owned, nil
+}
+
+// updateMutable passes the template's mutable parts (rules, agent,
+// userdata) and labels on; the immutable machine parts never differ within
+// a set because the deployment rolls a new set for them.
+func (r *Reconciler) updateMutable(ctx context.Context, set *firewallv1alpha1.FirewallSet, fw *firewallv1alpha1.Firewall) error {
+	want := fw.DeepCopy()
+	tmpl := set.Spec.Template.Spec
+	want.Spec.FirewallTrafficSpec = tmpl.FirewallTrafficSpec
+	want.Spec.AgentVersion = tmpl.AgentVersion
+	want.Spec.AgentURL = tmpl.AgentURL
+	want.Spec.SSHPublicKeys = tmpl.SSHPublicKeys
+	want.Spec.UserdataContents = tmpl.UserdataContents
+	for k, v := range set.Spec.Template.Metadata.Labels {
+		if want.Labels == nil {
+			want.Labels = map[string]string{}
+		}
+		want.Labels[k] = v
+	}
+	if equality.Semantic.DeepEqual(want.Spec, fw.Spec) && equality.Semantic.DeepEqual(want.Labels, fw.Labels) {
+		return nil
+	}
+	return r.Client.Patch(ctx, want, client.MergeFrom(fw))
+}
+
+// create adds missing Firewalls under the lowest free names <set>-<n>: a
+// fixed name makes a retry after a stale cache fail with AlreadyExists
+// instead of creating one Firewall too many.
+func (r *Reconciler) create(ctx context.Context, set *firewallv1alpha1.FirewallSet, existing []*firewallv1alpha1.Firewall, count int) error {
+	taken := sets.New[string]()
+	for _, fw := range existing {
+		taken.Insert(fw.Name)
+	}
+	for i := 0; count > 0; i++ {
+		name := set.Name + "-" + strconv.Itoa(i)
+		if taken.Has(name) {
+			continue
+		}
+		fw := &firewallv1alpha1.Firewall{
+			ObjectMeta: metav1.ObjectMeta{
+				Name:        name,
+				Namespace:   set.Namespace,
+				Labels:      set.Spec.Template.Metadata.Labels,
+				Annotations: set.Spec.Template.Metadata.Annotations,
+			},
+			Spec: set.Spec.Template.Spec,
+		}
+		if err := controllerutil.SetControllerReference(set, fw, r.Client.Scheme()); err != nil {
+			return err
+		}
+		if err := r.Client.Create(ctx, fw); err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("creating Firewall %s: %w", name, err)
+		}
+		log.FromContext(ctx).Info("Created Firewall", "firewall", name)
+		count--
+	}
+	return nil
+}
+
+// deleteSurplus removes not-ready Firewalls first, then the newest.
+func (r *Reconciler) deleteSurplus(ctx context.Context, active []*firewallv1alpha1.Firewall, count int) error {
+	sort.SliceStable(active, func(i, j int) bool {
+		ri, rj := isReady(active[i]), isReady(active[j])
+		if ri != rj {
+			return !ri
+		}
+		return active[i].CreationTimestamp.After(active[j].CreationTimestamp.Time)
+	})
+	for _, fw := range active[:count] {
+		if err := r.Client.Delete(ctx, fw); client.IgnoreNotFound(err) != nil {
+			return err
+		}
+		log.FromContext(ctx).Info("Deleted surplus Firewall", "firewall", fw.Name)
+	}
+	return nil
+}
+
+func (r *Reconciler) delete(ctx context.Context, set *firewallv1alpha1.FirewallSet, firewalls []*firewallv1alpha1.Firewall) (reconcile.Result, error) {
+	if !controllerutil.ContainsFinalizer(set, Finalizer) {
+		return reconcile.Result{}, nil
+	}
+	for _, fw := range firewalls {
+		if fw.DeletionTimestamp == nil {
+			if err := r.Client.Delete(ctx, fw); client.IgnoreNotFound(err) != nil {
+				return reconcile.Result{}, err
+			}
+		}
+	}
+	if len(firewalls) > 0 {
+		// Firewall events requeue the set; the timer is only a safety net.
+		return reconcile.Result{RequeueAfter: 10 * time.Second}, nil
+	}
+	controllerutil.RemoveFinalizer(set, Finalizer)
+	return reconcile.Result{}, client.IgnoreNotFound(r.Client.Update(ctx, set))
+}
+
+func (r *Reconciler) updateStatus(ctx context.Context, set *firewallv1alpha1.FirewallSet, active []*firewallv1alpha1.Firewall) (reconcile.Result, error) {
+	status := firewallv1alpha1.FirewallSetStatus{Replicas: int32(len(active)), ObservedGeneration: set.Generation}
+	var requeue time.Duration
+	now := r.Clock.Now()
+	for _, fw := range active {
+		switch age := now.Sub(fw.CreationTimestamp.Time); {
+		case isReady(fw):
+			status.ReadyReplicas++
+		case age > r.HealthTimeout || fw.Status.Phase == firewallv1alpha1.FirewallPhaseCrashing:
+			status.UnhealthyReplicas++
+		default:
+			status.ProgressingReplicas++
+			if left := r.HealthTimeout - age; requeue == 0 || left < requeue {
+				requeue = left
+			}
+		}
+	}
+	if equality.Semantic.DeepEqual(status, set.Status) {
+		return reconcile.Result{RequeueAfter: requeue}, nil
+	}
+	patch := client.MergeFrom(set.DeepCopy())
+	set.Status = status
+	return reconcile.Result{RequeueAfter: requeue}, client.IgnoreNotFound(r.Client.Status().Patch(ctx, set, patch))
+}
+
+func isReady(fw *firewallv1alpha1.Firewall) bool {
+	return meta.IsStatusConditionTrue(fw.Status.Conditions, firewallv1alpha1.ConditionReady)
+}
