@@ -27,6 +27,9 @@ import (
 // Finalizer keeps a Firewall until its machine is released.
 const Finalizer = firewallv1alpha1.GroupName + "/machine"
 
+// provisioningPoll is how often a machine that has not booted yet is checked.
+const provisioningPoll = 10 * time.Second
+
 // Reconciler reconciles Firewalls.
 type Reconciler struct {
 	Client   client.Client
@@ -131,6 +134,10 @@ func (r *Reconciler) updateStatus(fw *firewallv1alpha1.Firewall, m *machine.Mach
 		readyMessage = "no agent heartbeat within " + r.HeartbeatTimeout.String()
 	case noConnection && !seedConnected:
 		readyMessage = "machine provisioned; agent heartbeat not required (" + firewallv1alpha1.AnnotationNoControllerConnection + ")"
+	}
+	if !m.Provisioned && requeue > provisioningPoll {
+		// Nothing but the machine itself tells when it has booted.
+		requeue = provisioningPoll
 	}
 	wasReady := meta.IsStatusConditionTrue(*conds, firewallv1alpha1.ConditionReady)
 	meta.SetStatusCondition(conds, condition(firewallv1alpha1.ConditionReady, ready, "Ready", readyMessage, gen))
