@@ -1,0 +1,48 @@
+package v1alpha1
+
+import (
+	"fmt"
+	"strings"
+)
+
+// The identities of a firewall's agent in the seed. Namespaces and names
+// cannot contain ':', so every identity parses back unambiguously.
+const (
+	// AgentUserPrefix starts the user name of an agent's client certificate.
+	AgentUserPrefix = "firewall:"
+	// BootstrapGroupPrefix starts the extra group of a firewall's bootstrap
+	// token; kube-apiserver accepts only groups below system:bootstrappers:.
+	BootstrapGroupPrefix = "system:bootstrappers:firewall:"
+	// CSRSubresource is the subresource a requester must be allowed to
+	// create (a SubjectAccessReview) for its CSR to be approved.
+	CSRSubresource = "firewallclient"
+)
+
+// AgentUserName is the CN of the agent's client certificate, e.g.
+// firewall:shoot--p--s:shoot-firewall-abc-0.
+func AgentUserName(namespace, name string) string {
+	return AgentUserPrefix + namespace + ":" + name
+}
+
+// AgentGroup is the certificate's only organization: the shoot namespace.
+func AgentGroup(namespace string) string {
+	return AgentUserPrefix + namespace
+}
+
+// BootstrapGroup is the extra group of the firewall's bootstrap token.
+func BootstrapGroup(namespace, name string) string {
+	return BootstrapGroupPrefix + namespace + ":" + name
+}
+
+// ParseAgentUserName returns the namespace and name in an agent's user name.
+func ParseAgentUserName(user string) (namespace, name string, err error) {
+	rest, ok := strings.CutPrefix(user, AgentUserPrefix)
+	if !ok {
+		return "", "", fmt.Errorf("%q is not a firewall agent's name", user)
+	}
+	parts := strings.Split(rest, ":")
+	if len(parts) != 2 || parts[0] == "" || parts[1] == "" {
+		return "", "", fmt.Errorf("%q is not of the form %s<namespace>:<name>", user, AgentUserPrefix)
+	}
+	return parts[0], parts[1], nil
+}

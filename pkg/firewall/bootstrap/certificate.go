@@ -1,0 +1,128 @@
+// Package bootstrap gets the firewall agent its seed credential the way a
+// kubelet does: a key generated on the machine, a CSR signed in with the
+// bootstrap token (or the current certificate, for renewals), and a
+// kubeconfig written with mode 0600.
+package bootstrap
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"fmt"
+	"math/big"
+	"os"
+	"path/filepath"
+	"time"
+
+	certificatesv1 "k8s.io/api/certificates/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	certutil "k8s.io/client-go/util/cert"
+	"k8s.io/client-go/util/certificate/csr"
+
+	firewallv1alpha1 "github.com/metal-firewall/gardener-extension-firewall/pkg/apis/firewall/v1alpha1"
+)
+
+// Credential is a signed client certificate and its key, both PEM.
+type Credential struct {
+	CertificatePEM []byte
+	KeyPEM         []byte
+	Certificate    *x509.Certificate
+}
+
+// RequestCertificate asks the seed for a client certificate of the firewall
+// namespace/name, valid for duration, authenticating with cfg. It waits
+// until the certificate is issued or the CSR is denied (the error then
+// carries the approver's reason).
+func RequestCertificate(ctx context.Context, cfg *rest.Config, namespace, name string, duration time.Duration) (*Credential, error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, err
+	}
+	csrPEM, err := certutil.MakeCSR(key, &pkix.Name{
+		CommonName:   firewallv1alpha1.AgentUserName(namespace, name),
+		Organization: []string{firewallv1alpha1.AgentGroup(namespace)},
+	}, nil, nil)
+	if err != nil {
+		return nil, err
+	}
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	usages := []certificatesv1.KeyUsage{certificatesv1.UsageDigitalSignature, certificatesv1.UsageClientAuth}
+	reqName, uid, err := csr.RequestCertificateWithContext(ctx, cs, csrPEM, "", certificatesv1.KubeAPIServerClientSignerName, &duration, usages, key)
+	if err != nil {
+		return nil, fmt.Errorf("creating CSR: %w", err)
+	}
+	certPEM, err := csr.WaitForCertificate(ctx, cs, reqName, uid)
+	if err != nil {
+		return nil, fmt.Errorf("CSR %s: %w", reqName, err)
+	}
+	certs, err := certutil.ParseCertsPEM(certPEM)
+	if err != nil || len(certs) == 0 {
+		return nil, fmt.Errorf("CSR %s: parsing the issued certificate: %w", reqName, err)
+	}
+	keyDER, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		return nil, err
+	}
+	return &Credential{
+		CertificatePEM: certPEM,
+		KeyPEM:         pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}),
+		Certificate:    certs[0],
+	}, nil
+}
+
+// RenewAt is a random moment between 70% and 90% of the certificate's
+// validity, so that many firewalls do not renew at once and a renewal that
+// fails has time to be retried.
+func RenewAt(cert *x509.Certificate) time.Time {
+	validity := cert.NotAfter.Sub(cert.NotBefore)
+	jitter, err := rand.Int(rand.Reader, big.NewInt(int64(validity/5)+1))
+	if err != nil {
+		jitter = big.NewInt(0)
+	}
+	return cert.NotBefore.Add(validity*7/10 + time.Duration(jitter.Int64()))
+}
+
+// WriteKubeconfig writes a kubeconfig with the credential for server (whose
+// CA is caPEM) to path with mode 0600, atomically: a reader never sees half
+// a file, and the key is never world-readable, not even for a moment.
+func WriteKubeconfig(path, server string, caPEM []byte, cred *Credential) error {
+	cfg := clientcmdapi.NewConfig()
+	cfg.Clusters["seed"] = &clientcmdapi.Cluster{Server: server, CertificateAuthorityData: caPEM}
+	cfg.AuthInfos["firewall"] = &clientcmdapi.AuthInfo{ClientCertificateData: cred.CertificatePEM, ClientKeyData: cred.KeyPEM}
+	cfg.Contexts["firewall"] = &clientcmdapi.Context{Cluster: "seed", AuthInfo: "firewall"}
+	cfg.CurrentContext = "firewall"
+	data, err := clientcmd.Write(*cfg)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(path), ".kubeconfig-*")
+	if err != nil {
+		return err
+	}
+	defer func() { _ = os.Remove(tmp.Name()) }()
+	if err := tmp.Chmod(0o600); err != nil {
+		_ = tmp.Close()
+		return err
+	}
+	if _, err := tmp.Write(data); err != nil {
+		_ = tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), path)
+}
