@@ -78,7 +78,7 @@ func startProcess(path, logFile string, args ...string) (*process, error) {
 	select {
 	case err := <-p.done:
 		out, _ := os.ReadFile(logFile)
-		return nil, fmt.Errorf("%s exited at start (%v):\n%s", filepath.Base(path), err, out)
+		return nil, fmt.Errorf("%s exited at start (%w):\n%s", filepath.Base(path), err, out)
 	case <-time.After(2 * time.Second):
 		return p, nil
 	}

@@ -245,10 +245,11 @@ func (r *Reconciler) delete(ctx context.Context, set *firewallv1alpha1.FirewallS
 }
 
 func (r *Reconciler) updateStatus(ctx context.Context, set *firewallv1alpha1.FirewallSet, active []*firewallv1alpha1.Firewall) (reconcile.Result, error) {
-	status := firewallv1alpha1.FirewallSetStatus{Replicas: int32(len(active)), ObservedGeneration: set.Generation}
+	status := firewallv1alpha1.FirewallSetStatus{ObservedGeneration: set.Generation}
 	var requeue time.Duration
 	now := r.Clock.Now()
 	for _, fw := range active {
+		status.Replicas++
 		switch age := now.Sub(fw.CreationTimestamp.Time); {
 		case isReady(fw):
 			status.ReadyReplicas++

@@ -26,8 +26,8 @@ func ResolveUserdata(ctx context.Context, c client.Reader, fw *firewallv1alpha1.
 	files := make([]File, 0, len(fw.Spec.UserdataContents))
 	for i, uc := range fw.Spec.UserdataContents {
 		f := File{Path: uc.Path, Content: []byte(uc.Content), Mode: DefaultFileMode}
-		if uc.Mode != nil {
-			f.Mode = os.FileMode(*uc.Mode)
+		if m := uc.Mode; m != nil && *m >= 0 && *m <= 0o777 {
+			f.Mode = os.FileMode(*m)
 		}
 		if ref := uc.SecretRef; ref != nil {
 			secret := &corev1.Secret{}

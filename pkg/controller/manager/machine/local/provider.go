@@ -305,7 +305,7 @@ func netnsExists(name string) bool {
 func writeFiles(root string, files []machine.File) error {
 	for _, f := range files {
 		dest := filepath.Join(root, filepath.Clean("/"+f.Path))
-		if err := os.MkdirAll(filepath.Dir(dest), 0o755); err != nil {
+		if err := os.MkdirAll(filepath.Dir(dest), 0o750); err != nil {
 			return err
 		}
 		if err := os.WriteFile(dest, f.Content, f.Mode.Perm()); err != nil {
@@ -320,7 +320,7 @@ func writeFiles(root string, files []machine.File) error {
 }
 
 func copyFile(src, dest string, mode os.FileMode) error {
-	if err := os.MkdirAll(filepath.Dir(dest), 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Dir(dest), 0o750); err != nil {
 		return err
 	}
 	in, err := os.Open(src)
