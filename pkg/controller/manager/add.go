@@ -27,6 +27,8 @@ type Options struct {
 	// HeartbeatTimeout is how old the agent's last report may be for a
 	// Firewall to count as connected. Default 3m.
 	HeartbeatTimeout time.Duration
+	// Bootstrap, when set, gives each Firewall's agent its seed identity.
+	Bootstrap *firewall.Bootstrap
 }
 
 // Defaults for Options.
@@ -53,5 +55,5 @@ func AddToManager(mgr manager.Manager, opts Options) error {
 	if err := (&firewallset.Reconciler{HealthTimeout: opts.HealthTimeout}).AddToManager(mgr); err != nil {
 		return err
 	}
-	return (&firewall.Reconciler{Provider: opts.Provider, HealthTimeout: opts.HealthTimeout, HeartbeatTimeout: opts.HeartbeatTimeout}).AddToManager(mgr)
+	return (&firewall.Reconciler{Provider: opts.Provider, HealthTimeout: opts.HealthTimeout, HeartbeatTimeout: opts.HeartbeatTimeout, Bootstrap: opts.Bootstrap}).AddToManager(mgr)
 }

@@ -61,7 +61,7 @@ var managerOptions = firewallmanager.Options{
 
 // startManager runs the firewall manager for one namespace with the given
 // provider and returns a function that stops it and waits until it stopped.
-func startManager(namespace string, provider *testmachine.Memory) (stop func()) {
+func startManager(namespace string, provider *testmachine.Memory, mutate ...func(*firewallmanager.Options)) (stop func()) {
 	mgr, err := manager.New(seed.Config, manager.Options{
 		Scheme:                 scheme,
 		Metrics:                metricsserver.Options{BindAddress: "0"},
@@ -73,6 +73,9 @@ func startManager(namespace string, provider *testmachine.Memory) (stop func()) 
 	Expect(err).NotTo(HaveOccurred())
 	opts := managerOptions
 	opts.Provider = provider
+	for _, m := range mutate {
+		m(&opts)
+	}
 	Expect(firewallmanager.AddToManager(mgr, opts)).To(Succeed())
 
 	ctx, cancel := context.WithCancel(context.Background())

@@ -5,13 +5,19 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	firewallv1alpha1 "github.com/metal-firewall/gardener-extension-firewall/pkg/apis/firewall/v1alpha1"
+	firewallmanager "github.com/metal-firewall/gardener-extension-firewall/pkg/controller/manager"
+	firewallcontroller "github.com/metal-firewall/gardener-extension-firewall/pkg/controller/manager/firewall"
 	testmachine "github.com/metal-firewall/gardener-extension-firewall/test/machine"
 )
 
@@ -253,5 +259,49 @@ var _ = Describe("Firewall manager", func() {
 		}).Should(Succeed())
 		Consistently(setNames(ctx, namespace)).WithTimeout(2 * time.Second).Should(BeEmpty())
 		Expect(provider.Created).To(BeZero())
+	})
+
+	It("gives each firewall a bootstrap kubeconfig and RBAC, and drops the token once the agent is connected", func(ctx SpecContext) {
+		startManager(namespace, provider, func(o *firewallmanager.Options) {
+			o.Bootstrap = &firewallcontroller.Bootstrap{Server: seed.Config.Host, CAData: seed.Config.CAData, SecretNames: []string{"shoot-access-firewall-agent"}}
+		})
+		Expect(testClient.Create(ctx, deployment)).To(Succeed())
+		Eventually(provider.IDs).WithTimeout(time.Minute).Should(HaveLen(1))
+		fw := firewalls(ctx, namespace)[0]
+
+		var kubeconfig []byte
+		for _, f := range provider.Userdata(provider.IDs()[0]) {
+			if f.Path == firewallcontroller.BootstrapKubeconfigPath {
+				kubeconfig = f.Content
+				Expect(f.Mode.Perm()).To(BeEquivalentTo(0o600))
+			}
+		}
+		Expect(kubeconfig).NotTo(BeEmpty(), "the machine got a bootstrap kubeconfig")
+		cfg, err := clientcmd.RESTConfigFromKubeConfig(kubeconfig)
+		Expect(err).NotTo(HaveOccurred())
+		cs, err := kubernetes.NewForConfig(cfg)
+		Expect(err).NotTo(HaveOccurred())
+		review, err := cs.AuthenticationV1().SelfSubjectReviews().Create(ctx, &authenticationv1.SelfSubjectReview{}, metav1.CreateOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(review.Status.UserInfo.Username).To(HavePrefix("system:bootstrap:"))
+		Expect(review.Status.UserInfo.Groups).To(ContainElement(firewallv1alpha1.BootstrapGroup(namespace, fw.Name)))
+
+		role := &rbacv1.Role{}
+		Expect(testClient.Get(ctx, client.ObjectKey{Namespace: namespace, Name: firewallv1alpha1.AgentUserName(namespace, fw.Name)}, role)).To(Succeed())
+		Expect(role.Rules).To(ContainElement(HaveField("ResourceNames", Equal([]string{"shoot-access-firewall-agent"}))))
+
+		By("the agent connects: the token is no longer needed")
+		Eventually(readyFirewalls(ctx, namespace)).WithTimeout(time.Minute).Should(HaveLen(1))
+		Eventually(func() error {
+			_, err := cs.AuthenticationV1().SelfSubjectReviews().Create(ctx, &authenticationv1.SelfSubjectReview{}, metav1.CreateOptions{})
+			return err
+		}).WithTimeout(time.Minute).WithPolling(time.Second).Should(Satisfy(apierrors.IsUnauthorized), "kube-apiserver caches token authentications for a few seconds")
+
+		By("deleting the deployment removes the RBAC with the machine")
+		Expect(testClient.Delete(ctx, deployment)).To(Succeed())
+		Eventually(func() bool {
+			return apierrors.IsNotFound(testClient.Get(ctx, client.ObjectKeyFromObject(role), role))
+		}).WithTimeout(time.Minute).Should(BeTrue())
+		Expect(testClient.Get(ctx, client.ObjectKey{Name: firewallv1alpha1.AgentUserName(namespace, fw.Name)}, &rbacv1.ClusterRoleBinding{})).To(Satisfy(apierrors.IsNotFound))
 	})
 })

@@ -21,6 +21,7 @@ import (
 
 	firewallv1alpha1 "github.com/metal-firewall/gardener-extension-firewall/pkg/apis/firewall/v1alpha1"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/apis/firewall/validation"
+	"github.com/metal-firewall/gardener-extension-firewall/pkg/controller/firewall/credentials"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/controller/manager/machine"
 )
 
@@ -41,7 +42,30 @@ type Reconciler struct {
 	// HealthTimeout is how long a Firewall may take to become Ready before
 	// it counts as crashing.
 	HealthTimeout time.Duration
+	// Bootstrap, when set, gives every Firewall its agent's seed identity:
+	// RBAC, and a bootstrap kubeconfig in the machine's userdata.
+	Bootstrap *Bootstrap
+
+	// credentials reads and writes tokens and RBAC without a cache: caching
+	// every Secret of kube-system for a few writes per firewall is not worth it.
+	credentials client.Client
 }
+
+// Bootstrap is how agents reach this seed.
+type Bootstrap struct {
+	// Server is the seed's kube-apiserver URL as the firewall reaches it.
+	Server string
+	// CAData is the PEM of the CA that serves Server.
+	CAData []byte
+	// TokenValidity is the bootstrap token's life, at most an hour.
+	TokenValidity time.Duration
+	// SecretNames are the Secrets of the shoot namespace an agent may read,
+	// e.g. its TokenRequestor-maintained shoot access secret.
+	SecretNames []string
+}
+
+// BootstrapKubeconfigPath is where the agent finds its bootstrap kubeconfig.
+const BootstrapKubeconfigPath = "/etc/firewall-agent/bootstrap.kubeconfig"
 
 // AddToManager registers the controller.
 func (r *Reconciler) AddToManager(mgr manager.Manager) error {
@@ -50,6 +74,13 @@ func (r *Reconciler) AddToManager(mgr manager.Manager) error {
 	}
 	if r.Clock == nil {
 		r.Clock = clock.RealClock{}
+	}
+	if r.credentials == nil {
+		c, err := client.New(mgr.GetConfig(), client.Options{Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper()})
+		if err != nil {
+			return err
+		}
+		r.credentials = c
 	}
 	return builder.ControllerManagedBy(mgr).Named("firewall").For(&firewallv1alpha1.Firewall{}).Complete(r)
 }
@@ -83,10 +114,22 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if err != nil {
 		return reconcile.Result{}, fmt.Errorf("finding machine: %w", err)
 	}
+	if r.Bootstrap != nil {
+		if err := credentials.EnsureAgentRBAC(ctx, r.credentials, fw.Namespace, fw.Name, r.Bootstrap.SecretNames); err != nil {
+			return reconcile.Result{}, fmt.Errorf("agent RBAC: %w", err)
+		}
+	}
 	if m == nil {
 		files, err := machine.ResolveUserdata(ctx, r.Client, fw)
 		if err != nil {
 			return reconcile.Result{}, err
+		}
+		if r.Bootstrap != nil {
+			f, err := r.bootstrapKubeconfig(ctx, fw)
+			if err != nil {
+				return reconcile.Result{}, err
+			}
+			files = append(files, *f)
 		}
 		if m, err = r.Provider.Create(ctx, fw, files); err != nil {
 			return reconcile.Result{}, fmt.Errorf("creating machine: %w", err)
@@ -95,8 +138,34 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	}
 
 	var requeue time.Duration
-	err = r.patchStatus(ctx, fw, func() { requeue = r.updateStatus(fw, m) })
-	return reconcile.Result{RequeueAfter: requeue}, err
+	if err := r.patchStatus(ctx, fw, func() { requeue = r.updateStatus(fw, m) }); err != nil {
+		return reconcile.Result{}, err
+	}
+	if r.Bootstrap != nil && meta.IsStatusConditionTrue(fw.Status.Conditions, firewallv1alpha1.ConditionSeedConnected) {
+		// The agent holds its certificate: the bootstrap token is no longer needed.
+		if err := credentials.DeleteBootstrapTokens(ctx, r.credentials, fw.Namespace, fw.Name); err != nil {
+			return reconcile.Result{}, err
+		}
+	}
+	return reconcile.Result{RequeueAfter: requeue}, nil
+}
+
+// bootstrapKubeconfig mints the firewall's bootstrap token right before its
+// machine is created, so that the token's short life starts with the machine.
+func (r *Reconciler) bootstrapKubeconfig(ctx context.Context, fw *firewallv1alpha1.Firewall) (*machine.File, error) {
+	validity := r.Bootstrap.TokenValidity
+	if validity == 0 {
+		validity = credentials.MaxBootstrapTokenValidity
+	}
+	tok, err := credentials.EnsureBootstrapToken(ctx, r.credentials, fw.Namespace, fw.Name, validity, r.Clock.Now())
+	if err != nil {
+		return nil, err
+	}
+	kubeconfig, err := credentials.BootstrapKubeconfig(r.Bootstrap.Server, r.Bootstrap.CAData, tok.Token)
+	if err != nil {
+		return nil, err
+	}
+	return &machine.File{Path: BootstrapKubeconfigPath, Content: kubeconfig, Mode: 0o600}, nil
 }
 
 // updateStatus derives phase and conditions and returns when they could
@@ -196,6 +265,14 @@ func (r *Reconciler) delete(ctx context.Context, fw *firewallv1alpha1.Firewall) 
 			return reconcile.Result{RequeueAfter: 5 * time.Second}, err
 		}
 		log.FromContext(ctx).Info("Released machine")
+	}
+	if r.Bootstrap != nil {
+		if err := credentials.DeleteBootstrapTokens(ctx, r.credentials, fw.Namespace, fw.Name); err != nil {
+			return reconcile.Result{}, err
+		}
+		if err := credentials.DeleteAgentRBAC(ctx, r.credentials, fw.Namespace, fw.Name); err != nil {
+			return reconcile.Result{}, err
+		}
 	}
 	controllerutil.RemoveFinalizer(fw, Finalizer)
 	return reconcile.Result{}, client.IgnoreNotFound(r.Client.Update(ctx, fw))
