@@ -1,0 +1,35 @@
+package v1alpha1
+
+// FirewallExtensionConfig is the providerConfig of a shoot's `firewall`
+// extension:
+//
+//	spec:
+//	  extensions:
+//	  - type: firewall
+//	    providerConfig: {size: ..., image: ..., networks: [...], ...}
+//
+// It is decoded strictly: an unknown field is an error.
+type FirewallExtensionConfig struct {
+	// Size is the firewall machine's size.
+	Size string `json:"size"`
+	// Image is the firewall operating system image.
+	Image string `json:"image"`
+	// Partition is the metal partition the firewall is allocated in.
+	Partition string `json:"partition"`
+	// Project is the metal project that owns the firewall.
+	Project string `json:"project"`
+	// Networks are the metal networks the firewall is attached to.
+	Networks []string `json:"networks"`
+
+	FirewallTrafficSpec `json:",inline"`
+
+	// AgentVersion is the firewall-agent version to run.
+	// +optional
+	AgentVersion string `json:"agentVersion,omitempty"`
+	// AgentURL is where the machine downloads the agent from.
+	// +optional
+	AgentURL string `json:"agentURL,omitempty"`
+	// Strategy is RollingUpdate (default) or Recreate.
+	// +optional
+	Strategy UpdateStrategy `json:"strategy,omitempty"`
+}

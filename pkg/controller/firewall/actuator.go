@@ -1,0 +1,141 @@
+// Package firewall is the controller of the `firewall` extension type: it
+// turns a shoot's providerConfig into the shoot's FirewallDeployment in the
+// seed, and carries the firewall across a control plane migration without a
+// second machine.
+package firewall
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/gardener/gardener/extensions/pkg/controller/extension"
+	extensionsv1alpha1 "github.com/gardener/gardener/pkg/apis/extensions/v1alpha1"
+	reconcilerutils "github.com/gardener/gardener/pkg/controllerutils/reconciler"
+	gardenerutils "github.com/gardener/gardener/pkg/utils/gardener"
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	firewallv1alpha1 "github.com/metal-firewall/gardener-extension-firewall/pkg/apis/firewall/v1alpha1"
+	"github.com/metal-firewall/gardener-extension-firewall/pkg/apis/firewall/validation"
+	"github.com/metal-firewall/gardener-extension-firewall/pkg/controller/firewall/credentials"
+)
+
+const (
+	// Type is the extension type this controller serves.
+	Type = "firewall"
+	// DeploymentName is the name of the shoot's FirewallDeployment.
+	DeploymentName = "firewall"
+	// ShootAccessName is the shoot access secret (without its prefix) that
+	// Gardener's TokenRequestor keeps filled with the agent's shoot token.
+	ShootAccessName = "firewall-agent"
+	// LabelDeployment selects the shoot's sets and Firewalls.
+	LabelDeployment = firewallv1alpha1.GroupName + "/deployment"
+)
+
+// ShootAccessSecretName is the full name of the shoot access secret.
+var ShootAccessSecretName = gardenerutils.SecretNamePrefixShootAccess + ShootAccessName
+
+type actuator struct {
+	client client.Client
+	// reader reads around the cache where the cache may lag behind deletions.
+	reader client.Reader
+}
+
+// NewActuator returns the actuator of the `firewall` extension.
+func NewActuator(c client.Client, reader client.Reader) extension.Actuator {
+	return &actuator{client: c, reader: reader}
+}
+
+// Reconcile makes the shoot's FirewallDeployment match its providerConfig.
+// An invalid providerConfig changes nothing.
+func (a *actuator) Reconcile(ctx context.Context, log logr.Logger, ex *extensionsv1alpha1.Extension) error {
+	var raw []byte
+	if ex.Spec.ProviderConfig != nil {
+		raw = ex.Spec.ProviderConfig.Raw
+	}
+	cfg, err := validation.DecodeFirewallExtensionConfig(raw)
+	if err != nil {
+		return err
+	}
+	if err := gardenerutils.NewShootAccessSecret(ShootAccessName, ex.Namespace).Reconcile(ctx, a.client); err != nil {
+		return fmt.Errorf("shoot access secret: %w", err)
+	}
+	agentConfig, err := agentConfig(ex.Namespace)
+	if err != nil {
+		return err
+	}
+
+	d := &firewallv1alpha1.FirewallDeployment{ObjectMeta: metav1.ObjectMeta{Name: DeploymentName, Namespace: ex.Namespace}}
+	result, err := controllerutil.CreateOrUpdate(ctx, a.client, d, func() error {
+		selector := map[string]string{LabelDeployment: DeploymentName}
+		d.Spec.Strategy = cfg.Strategy
+		if d.Spec.Strategy == "" {
+			d.Spec.Strategy = firewallv1alpha1.StrategyRollingUpdate
+		}
+		d.Spec.Replicas = 1
+		d.Spec.Selector = selector
+		d.Spec.Template = firewallv1alpha1.FirewallTemplateSpec{
+			Metadata: firewallv1alpha1.TemplateMetadata{Labels: selector},
+			Spec: firewallv1alpha1.FirewallSpec{
+				Size: cfg.Size, Image: cfg.Image, Partition: cfg.Partition, Project: cfg.Project, Networks: cfg.Networks,
+				FirewallTrafficSpec: cfg.FirewallTrafficSpec,
+				AgentVersion:        cfg.AgentVersion,
+				AgentURL:            cfg.AgentURL,
+				UserdataContents: []firewallv1alpha1.UserdataContent{
+					{Path: AgentConfigPath, Content: string(agentConfig)},
+				},
+			},
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("FirewallDeployment: %w", err)
+	}
+	log.Info("Reconciled FirewallDeployment", "result", result)
+	return nil
+}
+
+// Delete removes the firewalls (their machines first, through the manager's
+// finalizers) and then every credential of the shoot in this seed.
+func (a *actuator) Delete(ctx context.Context, log logr.Logger, ex *extensionsv1alpha1.Extension) error {
+	d := &firewallv1alpha1.FirewallDeployment{ObjectMeta: metav1.ObjectMeta{Name: DeploymentName, Namespace: ex.Namespace}}
+	if err := a.client.Delete(ctx, d); client.IgnoreNotFound(err) != nil {
+		return err
+	}
+	fws := &firewallv1alpha1.FirewallList{}
+	if err := a.reader.List(ctx, fws, client.InNamespace(ex.Namespace)); err != nil {
+		return err
+	}
+	deployments := &firewallv1alpha1.FirewallDeploymentList{}
+	if err := a.reader.List(ctx, deployments, client.InNamespace(ex.Namespace)); err != nil {
+		return err
+	}
+	if n := len(fws.Items) + len(deployments.Items); n > 0 {
+		log.Info("Waiting for the firewalls to be deleted", "remaining", len(fws.Items))
+		return &reconcilerutils.RequeueAfterError{RequeueAfter: 5 * time.Second, Cause: fmt.Errorf("%d firewalls and deployments still exist", n)}
+	}
+	return a.deleteCredentials(ctx, ex.Namespace)
+}
+
+// ForceDelete drops the firewall objects without waiting for machines.
+func (a *actuator) ForceDelete(ctx context.Context, _ logr.Logger, ex *extensionsv1alpha1.Extension) error {
+	if err := a.releaseObjects(ctx, ex.Namespace); err != nil {
+		return err
+	}
+	return a.deleteCredentials(ctx, ex.Namespace)
+}
+
+func (a *actuator) deleteCredentials(ctx context.Context, namespace string) error {
+	if err := credentials.DeleteBootstrapTokens(ctx, a.client, namespace, ""); err != nil {
+		return err
+	}
+	if err := credentials.DeleteAgentRBAC(ctx, a.client, namespace, ""); err != nil {
+		return err
+	}
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: ShootAccessSecretName, Namespace: namespace}}
+	return client.IgnoreNotFound(a.client.Delete(ctx, secret))
+}

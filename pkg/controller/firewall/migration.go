@@ -1,0 +1,195 @@
+package firewall
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"maps"
+
+	extensionsv1alpha1 "github.com/gardener/gardener/pkg/apis/extensions/v1alpha1"
+	"github.com/go-logr/logr"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	firewallv1alpha1 "github.com/metal-firewall/gardener-extension-firewall/pkg/apis/firewall/v1alpha1"
+)
+
+// state is what travels in Extension.status.state from the source seed to
+// the destination seed: enough to recreate the sets and Firewalls under the
+// same names, and for each Firewall the machine it already has.
+type state struct {
+	FirewallSets []firewallv1alpha1.FirewallSet `json:"firewallSets,omitempty"`
+	Firewalls    []firewallv1alpha1.Firewall    `json:"firewalls,omitempty"`
+}
+
+// Migrate hands the firewall over without touching the machine: every
+// object is paused first so that no controller of this seed acts on it any
+// more, their identities go into status.state, and the objects are removed
+// without their finalizers, children first. The machine keeps
+// forwarding with its last rules. This seed's credentials for the shoot go.
+func (a *actuator) Migrate(ctx context.Context, log logr.Logger, ex *extensionsv1alpha1.Extension) error {
+	var objs []client.Object
+	deployments := &firewallv1alpha1.FirewallDeploymentList{}
+	sets := &firewallv1alpha1.FirewallSetList{}
+	fws := &firewallv1alpha1.FirewallList{}
+	for _, list := range []client.ObjectList{deployments, sets, fws} {
+		if err := a.reader.List(ctx, list, client.InNamespace(ex.Namespace)); err != nil {
+			return err
+		}
+	}
+	for i := range deployments.Items {
+		objs = append(objs, &deployments.Items[i])
+	}
+	for i := range sets.Items {
+		objs = append(objs, &sets.Items[i])
+	}
+	for i := range fws.Items {
+		objs = append(objs, &fws.Items[i])
+	}
+
+	// Pause first: from here on the manager of this seed leaves them alone.
+	for _, obj := range objs {
+		if err := a.annotate(ctx, obj, firewallv1alpha1.AnnotationPaused, "true"); err != nil {
+			return fmt.Errorf("pausing %s: %w", obj.GetName(), err)
+		}
+	}
+
+	st := state{}
+	for _, s := range sets.Items {
+		st.FirewallSets = append(st.FirewallSets, firewallv1alpha1.FirewallSet{ObjectMeta: portableMeta(s.ObjectMeta), Spec: s.Spec})
+	}
+	for _, fw := range fws.Items {
+		st.Firewalls = append(st.Firewalls, firewallv1alpha1.Firewall{
+			ObjectMeta: portableMeta(fw.ObjectMeta),
+			Spec:       fw.Spec,
+			Status:     firewallv1alpha1.FirewallStatus{MachineStatus: fw.Status.MachineStatus},
+		})
+	}
+	raw, err := json.Marshal(st)
+	if err != nil {
+		return err
+	}
+	patch := client.MergeFrom(ex.DeepCopy())
+	ex.Status.State = &runtime.RawExtension{Raw: raw}
+	if err := a.client.Status().Patch(ctx, ex, patch); err != nil {
+		return fmt.Errorf("saving the state: %w", err)
+	}
+	log.Info("Saved firewall state", "firewallSets", len(st.FirewallSets), "firewalls", len(st.Firewalls))
+
+	// Children before owners, each without finalizers: nothing is left for a
+	// cascade, and a paused object without finalizer cannot release a machine.
+	// (Orphan propagation would add the garbage collector's "orphan" finalizer
+	// and make the handover wait for it, for no gain.)
+	for i := len(objs) - 1; i >= 0; i-- {
+		obj := objs[i]
+		if len(obj.GetFinalizers()) > 0 {
+			patch := client.MergeFrom(obj.DeepCopyObject().(client.Object))
+			obj.SetFinalizers(nil)
+			if err := a.client.Patch(ctx, obj, patch); client.IgnoreNotFound(err) != nil {
+				return err
+			}
+		}
+		if err := a.client.Delete(ctx, obj); client.IgnoreNotFound(err) != nil {
+			return err
+		}
+	}
+	return a.deleteCredentials(ctx, ex.Namespace)
+}
+
+// Restore recreates the sets and Firewalls from status.state under their old
+// names, each Firewall with its machine ID, and then reconciles: the new
+// deployment adopts the sets, the sets adopt the Firewalls, and the provider
+// finds each machine by its ID, so no second machine is ever created.
+func (a *actuator) Restore(ctx context.Context, log logr.Logger, ex *extensionsv1alpha1.Extension) error {
+	if ex.Status.State != nil && len(ex.Status.State.Raw) > 0 {
+		st := state{}
+		if err := json.Unmarshal(ex.Status.State.Raw, &st); err != nil {
+			return fmt.Errorf("status.state: %w", err)
+		}
+		// Firewalls first: a set that came first would see no Firewall and
+		// (under the same name, so harmlessly, but needlessly) try to create one.
+		for _, fw := range st.Firewalls {
+			obj := fw.DeepCopy()
+			obj.Namespace = ex.Namespace
+			if err := a.client.Create(ctx, obj); err != nil && !apierrors.IsAlreadyExists(err) {
+				return fmt.Errorf("restoring Firewall %s: %w", fw.Name, err)
+			}
+			if err := a.client.Get(ctx, client.ObjectKeyFromObject(obj), obj); err != nil {
+				return err
+			}
+			if obj.Status.MachineStatus == nil && fw.Status.MachineStatus != nil {
+				obj.Status.MachineStatus = fw.Status.MachineStatus
+				if err := a.client.Status().Update(ctx, obj); err != nil {
+					return fmt.Errorf("restoring the machine ID of Firewall %s: %w", fw.Name, err)
+				}
+			}
+		}
+		for _, s := range st.FirewallSets {
+			obj := s.DeepCopy()
+			obj.Namespace = ex.Namespace
+			if err := a.client.Create(ctx, obj); err != nil && !apierrors.IsAlreadyExists(err) {
+				return fmt.Errorf("restoring FirewallSet %s: %w", s.Name, err)
+			}
+		}
+		log.Info("Restored firewall state", "firewallSets", len(st.FirewallSets), "firewalls", len(st.Firewalls))
+	}
+	return a.Reconcile(ctx, log, ex)
+}
+
+// releaseObjects removes every firewall object of the namespace without
+// waiting for a controller.
+func (a *actuator) releaseObjects(ctx context.Context, namespace string) error {
+	deployments := &firewallv1alpha1.FirewallDeploymentList{}
+	sets := &firewallv1alpha1.FirewallSetList{}
+	fws := &firewallv1alpha1.FirewallList{}
+	for _, list := range []client.ObjectList{fws, sets, deployments} {
+		if err := a.reader.List(ctx, list, client.InNamespace(namespace)); err != nil {
+			return err
+		}
+	}
+	var objs []client.Object
+	for i := range fws.Items {
+		objs = append(objs, &fws.Items[i])
+	}
+	for i := range sets.Items {
+		objs = append(objs, &sets.Items[i])
+	}
+	for i := range deployments.Items {
+		objs = append(objs, &deployments.Items[i])
+	}
+	for _, obj := range objs {
+		patch := client.MergeFrom(obj.DeepCopyObject().(client.Object))
+		obj.SetFinalizers(nil)
+		if err := a.client.Patch(ctx, obj, patch); client.IgnoreNotFound(err) != nil {
+			return err
+		}
+		if err := a.client.Delete(ctx, obj); client.IgnoreNotFound(err) != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (a *actuator) annotate(ctx context.Context, obj client.Object, key, value string) error {
+	if obj.GetAnnotations()[key] == value {
+		return nil
+	}
+	patch := client.MergeFrom(obj.DeepCopyObject().(client.Object))
+	annotations := maps.Clone(obj.GetAnnotations())
+	if annotations == nil {
+		annotations = map[string]string{}
+	}
+	annotations[key] = value
+	obj.SetAnnotations(annotations)
+	return client.IgnoreNotFound(a.client.Patch(ctx, obj, patch))
+}
+
+// portableMeta keeps what identifies an object across seeds: name, labels,
+// annotations (without the pause, which belongs to the source seed).
+func portableMeta(m metav1.ObjectMeta) metav1.ObjectMeta {
+	annotations := maps.Clone(m.Annotations)
+	delete(annotations, firewallv1alpha1.AnnotationPaused)
+	return metav1.ObjectMeta{Name: m.Name, Labels: m.Labels, Annotations: annotations}
+}

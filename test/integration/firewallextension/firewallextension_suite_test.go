@@ -1,0 +1,89 @@
+package firewallextension_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/gardener/gardener/pkg/client/kubernetes"
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	firewallv1alpha1 "github.com/metal-firewall/gardener-extension-firewall/pkg/apis/firewall/v1alpha1"
+	firewallcontroller "github.com/metal-firewall/gardener-extension-firewall/pkg/controller/firewall"
+	firewallmanager "github.com/metal-firewall/gardener-extension-firewall/pkg/controller/manager"
+	managerfirewall "github.com/metal-firewall/gardener-extension-firewall/pkg/controller/manager/firewall"
+	testmachine "github.com/metal-firewall/gardener-extension-firewall/test/machine"
+	"github.com/metal-firewall/gardener-extension-firewall/test/testenv"
+)
+
+func TestFirewallExtension(t *testing.T) {
+	RegisterFailHandler(Fail)
+	RunSpecs(t, "Test Integration Firewall Extension Suite")
+}
+
+// seedEnv is one seed with the extension running in it.
+type seedEnv struct {
+	cp     *testenv.ControlPlane
+	client client.Client
+}
+
+var (
+	scheme = runtime.NewScheme()
+	// provider is the machine infrastructure: one for both seeds, as metal-api is.
+	provider     *testmachine.Memory
+	seedA, seedB *seedEnv
+)
+
+var _ = BeforeSuite(func() {
+	log.SetLogger(zap.New(zap.WriteTo(GinkgoWriter), zap.UseDevMode(true)))
+	Expect(kubernetes.AddSeedSchemeToScheme(scheme)).To(Succeed())
+	Expect(firewallv1alpha1.AddToScheme(scheme)).To(Succeed())
+	provider = testmachine.NewMemory()
+	seedA = startSeed("seed-a")
+	seedB = startSeed("seed-b")
+})
+
+// startSeed starts a control plane and, in it, the extension: Gardener's
+// generic Extension reconciler with the firewall actuator (acting on the
+// operation annotation, as with gardenlet), and the firewall
+// manager with bootstrap credentials for this seed.
+func startSeed(name string) *seedEnv {
+	cp, err := testenv.Start(testenv.Options{Name: name, CRDDirectoryPaths: testenv.SeedCRDPaths()})
+	Expect(err).NotTo(HaveOccurred())
+	DeferCleanup(func() { Expect(cp.Stop()).To(Succeed()) })
+
+	c, err := client.New(cp.Config, client.Options{Scheme: scheme})
+	Expect(err).NotTo(HaveOccurred())
+
+	mgr, err := manager.New(cp.Config, manager.Options{
+		Scheme:     scheme,
+		Metrics:    metricsserver.Options{BindAddress: "0"},
+		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
+	})
+	Expect(err).NotTo(HaveOccurred())
+	ctx, cancel := context.WithCancel(context.Background())
+	Expect(firewallcontroller.AddToManagerWithOptions(ctx, mgr, firewallcontroller.AddOptions{})).To(Succeed())
+	Expect(firewallmanager.AddToManager(mgr, firewallmanager.Options{
+		Provider:         provider,
+		HeartbeatTimeout: firewallmanager.DefaultHeartbeatTimeout,
+		Bootstrap: &managerfirewall.Bootstrap{
+			Server: cp.Config.Host, CAData: cp.Config.CAData, SecretNames: []string{firewallcontroller.ShootAccessSecretName},
+		},
+	})).To(Succeed())
+	done := make(chan struct{})
+	go func() {
+		defer GinkgoRecover()
+		defer close(done)
+		Expect(mgr.Start(ctx)).To(Succeed())
+	}()
+	DeferCleanup(func() { cancel(); <-done })
+	return &seedEnv{cp: cp, client: c}
+}

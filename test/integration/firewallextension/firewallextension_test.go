@@ -1,0 +1,185 @@
+package firewallextension_test
+
+import (
+	"fmt"
+	"time"
+
+	gardencorev1beta1 "github.com/gardener/gardener/pkg/apis/core/v1beta1"
+	v1beta1constants "github.com/gardener/gardener/pkg/apis/core/v1beta1/constants"
+	extensionsv1alpha1 "github.com/gardener/gardener/pkg/apis/extensions/v1alpha1"
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	bootstraptokenapi "k8s.io/cluster-bootstrap/token/api"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	firewallv1alpha1 "github.com/metal-firewall/gardener-extension-firewall/pkg/apis/firewall/v1alpha1"
+	"github.com/metal-firewall/gardener-extension-firewall/pkg/controller/firewall/credentials"
+)
+
+const providerConfig = `{"size":"c1-xlarge-x86","image":"firewall-ubuntu-3.0","partition":"local","project":"p1",
+"networks":["internet","tenant"],"internalPrefixes":["10.250.0.0/16"],"rateLimits":[{"interface":"ext0","rate":100}]}`
+
+// createShoot creates what gardenlet has for a shoot in a seed: namespace and Cluster.
+func createShoot(ctx SpecContext, s *seedEnv, namespace string) {
+	Expect(s.client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace, Labels: map[string]string{"gardener.cloud/role": "shoot"}}})).To(Succeed())
+	Expect(s.client.Create(ctx, &extensionsv1alpha1.Cluster{
+		ObjectMeta: metav1.ObjectMeta{Name: namespace},
+		Spec: extensionsv1alpha1.ClusterSpec{
+			CloudProfile: runtime.RawExtension{Raw: []byte(`{"apiVersion":"core.gardener.cloud/v1beta1","kind":"CloudProfile","metadata":{"name":"local"}}`)},
+			Seed:         &runtime.RawExtension{Raw: []byte(`{"apiVersion":"core.gardener.cloud/v1beta1","kind":"Seed","metadata":{"name":"seed"}}`)},
+			Shoot:        runtime.RawExtension{Raw: []byte(`{"apiVersion":"core.gardener.cloud/v1beta1","kind":"Shoot","metadata":{"name":"s","namespace":"garden-p"}}`)},
+		},
+	})).To(Succeed())
+}
+
+func newExtension(namespace, config string) *extensionsv1alpha1.Extension {
+	return &extensionsv1alpha1.Extension{
+		ObjectMeta: metav1.ObjectMeta{Name: "firewall", Namespace: namespace, Annotations: map[string]string{
+			v1beta1constants.GardenerOperation: v1beta1constants.GardenerOperationReconcile,
+		}},
+		Spec: extensionsv1alpha1.ExtensionSpec{DefaultSpec: extensionsv1alpha1.DefaultSpec{
+			Type:           "firewall",
+			ProviderConfig: &runtime.RawExtension{Raw: []byte(config)},
+		}},
+	}
+}
+
+// lastOperation returns "<type> <state>" of the Extension's last operation.
+func lastOperation(ctx SpecContext, s *seedEnv, ex *extensionsv1alpha1.Extension) func() string {
+	return func() string {
+		if err := s.client.Get(ctx, client.ObjectKeyFromObject(ex), ex); err != nil {
+			return err.Error()
+		}
+		if op := ex.Status.LastOperation; op != nil {
+			return fmt.Sprintf("%s %s", op.Type, op.State)
+		}
+		return ""
+	}
+}
+
+func firewalls(ctx SpecContext, s *seedEnv, namespace string) []firewallv1alpha1.Firewall {
+	list := &firewallv1alpha1.FirewallList{}
+	Expect(s.client.List(ctx, list, client.InNamespace(namespace))).To(Succeed())
+	return list.Items
+}
+
+// beatAndCountReady plays the agent on every Firewall with a machine and
+// returns the names of the Ready ones.
+func beatAndCountReady(ctx SpecContext, s *seedEnv, namespace string) func() []string {
+	return func() []string {
+		var ready []string
+		for _, fw := range firewalls(ctx, s, namespace) {
+			if fw.Status.MachineStatus != nil {
+				patch := client.MergeFrom(fw.DeepCopy())
+				fw.Status.AgentStatus = &firewallv1alpha1.AgentStatus{LastRunAgainstSeed: &metav1.Time{Time: time.Now()}}
+				Expect(client.IgnoreNotFound(s.client.Status().Patch(ctx, &fw, patch))).To(Succeed())
+			}
+			if meta.IsStatusConditionTrue(fw.Status.Conditions, firewallv1alpha1.ConditionReady) {
+				ready = append(ready, fw.Name)
+			}
+		}
+		return ready
+	}
+}
+
+func bootstrapTokens(ctx SpecContext, s *seedEnv, namespace string) []corev1.Secret {
+	list := &corev1.SecretList{}
+	Expect(s.client.List(ctx, list, client.InNamespace(metav1.NamespaceSystem), client.MatchingLabels{credentials.LabelNamespace: namespace})).To(Succeed())
+	return list.Items
+}
+
+var _ = Describe("Extension firewall", func() {
+	It("refuses an invalid providerConfig with the field and the value, creating nothing", func(ctx SpecContext) {
+		namespace := "shoot--p--invalid"
+		createShoot(ctx, seedA, namespace)
+		ex := newExtension(namespace, `{"size":"s","image":"i","partition":"p","project":"p","networks":["n"],"internalPrefixes":["10.0.0/8"]}`)
+		Expect(seedA.client.Create(ctx, ex)).To(Succeed())
+		Eventually(func() string {
+			_ = seedA.client.Get(ctx, client.ObjectKeyFromObject(ex), ex)
+			if ex.Status.LastError == nil {
+				return ""
+			}
+			return ex.Status.LastError.Description
+		}).WithTimeout(time.Minute).Should(ContainSubstring(`providerConfig.internalPrefixes[0]: Invalid value: "10.0.0/8"`))
+		Expect(seedA.client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: "firewall"}, &firewallv1alpha1.FirewallDeployment{})).To(Satisfy(apierrors.IsNotFound))
+
+		Eventually(func() error {
+			if err := seedA.client.Get(ctx, client.ObjectKeyFromObject(ex), ex); err != nil {
+				return err
+			}
+			ex.Spec.ProviderConfig.Raw = []byte(`{"size":"s","image":"i","partition":"p","project":"p","networks":["n"],"colour":"red"}`)
+			metav1.SetMetaDataAnnotation(&ex.ObjectMeta, v1beta1constants.GardenerOperation, v1beta1constants.GardenerOperationReconcile)
+			return seedA.client.Update(ctx, ex)
+		}).Should(Succeed())
+		Eventually(func() string {
+			_ = seedA.client.Get(ctx, client.ObjectKeyFromObject(ex), ex)
+			return ex.Status.LastError.Description
+		}).WithTimeout(time.Minute).Should(ContainSubstring(`unknown field "colour"`))
+	})
+
+	It("creates the firewall, migrates it to another seed without a second machine, and deletes it", func(ctx SpecContext) {
+		namespace := "shoot--p--migrate"
+		createdBefore := provider.Created
+
+		By("creating the firewall in seed A")
+		createShoot(ctx, seedA, namespace)
+		ex := newExtension(namespace, providerConfig)
+		Expect(seedA.client.Create(ctx, ex)).To(Succeed())
+		Eventually(lastOperation(ctx, seedA, ex)).WithTimeout(time.Minute).Should(Equal("Create Succeeded"))
+		Eventually(beatAndCountReady(ctx, seedA, namespace)).WithTimeout(time.Minute).Should(HaveLen(1))
+		fwA := firewalls(ctx, seedA, namespace)[0]
+		machineID := fwA.Status.MachineStatus.MachineID
+		Expect(provider.Created - createdBefore).To(Equal(1))
+		Expect(seedA.client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: "shoot-access-firewall-agent"}, &corev1.Secret{})).To(Succeed(),
+			"the TokenRequestor's shoot access secret exists")
+		for _, s := range bootstrapTokens(ctx, seedA, namespace) {
+			Expect(s.Type).To(Equal(corev1.SecretType(bootstraptokenapi.SecretTypeBootstrapToken)))
+		}
+
+		By("migrating away from seed A")
+		Expect(seedA.client.Get(ctx, client.ObjectKeyFromObject(ex), ex)).To(Succeed())
+		metav1.SetMetaDataAnnotation(&ex.ObjectMeta, v1beta1constants.GardenerOperation, v1beta1constants.GardenerOperationMigrate)
+		Expect(seedA.client.Update(ctx, ex)).To(Succeed())
+		Eventually(lastOperation(ctx, seedA, ex)).WithTimeout(time.Minute).Should(Equal("Migrate Succeeded"))
+		state := ex.Status.State.DeepCopy()
+		Expect(string(state.Raw)).To(ContainSubstring(machineID))
+		// gardenlet deletes the Extension shallowly after the migration.
+		Expect(seedA.client.Delete(ctx, ex)).To(Succeed())
+		Eventually(func() bool { return apierrors.IsNotFound(seedA.client.Get(ctx, client.ObjectKeyFromObject(ex), ex)) }).Should(BeTrue())
+		Expect(firewalls(ctx, seedA, namespace)).To(BeEmpty(), "no firewall object is left in seed A")
+		Expect(seedA.client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: "firewall"}, &firewallv1alpha1.FirewallDeployment{})).To(Satisfy(apierrors.IsNotFound))
+		Expect(bootstrapTokens(ctx, seedA, namespace)).To(BeEmpty(), "seed A's bootstrap tokens are revoked")
+		Expect(seedA.client.Get(ctx, client.ObjectKey{Name: firewallv1alpha1.AgentUserName(namespace, fwA.Name)}, &rbacv1.ClusterRoleBinding{})).To(Satisfy(apierrors.IsNotFound))
+		Expect(provider.IDs()).To(ContainElement(machineID), "the machine keeps running through the migration")
+
+		By("restoring in seed B")
+		createShoot(ctx, seedB, namespace)
+		exB := newExtension(namespace, providerConfig)
+		exB.Annotations = map[string]string{v1beta1constants.GardenerOperation: v1beta1constants.GardenerOperationRestore}
+		Expect(seedB.client.Create(ctx, exB)).To(Succeed())
+		exB.Status.State = state
+		exB.Status.LastOperation = &gardencorev1beta1.LastOperation{Type: gardencorev1beta1.LastOperationTypeRestore, State: gardencorev1beta1.LastOperationStatePending, LastUpdateTime: metav1.Now()}
+		Expect(seedB.client.Status().Update(ctx, exB)).To(Succeed())
+		Eventually(lastOperation(ctx, seedB, exB)).WithTimeout(time.Minute).Should(Equal("Restore Succeeded"))
+
+		Eventually(beatAndCountReady(ctx, seedB, namespace)).WithTimeout(time.Minute).Should(Equal([]string{fwA.Name}))
+		fwB := firewalls(ctx, seedB, namespace)[0]
+		Expect(fwB.Status.MachineStatus.MachineID).To(Equal(machineID), "the same machine, found by its ID")
+		Expect(metav1.GetControllerOf(&fwB)).NotTo(BeNil(), "the restored Firewall was adopted")
+		Consistently(func() int { return provider.Created - createdBefore }).WithTimeout(3*time.Second).Should(Equal(1), "never a second machine")
+		Expect(provider.IDs()).To(ContainElement(machineID))
+
+		By("deleting the firewall in seed B")
+		Expect(seedB.client.Delete(ctx, exB)).To(Succeed())
+		Eventually(func() bool { return apierrors.IsNotFound(seedB.client.Get(ctx, client.ObjectKeyFromObject(exB), exB)) }).WithTimeout(time.Minute).Should(BeTrue())
+		Expect(provider.IDs()).NotTo(ContainElement(machineID), "the machine is released")
+		Expect(bootstrapTokens(ctx, seedB, namespace)).To(BeEmpty())
+		Expect(seedB.client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: "shoot-access-firewall-agent"}, &corev1.Secret{})).To(Satisfy(apierrors.IsNotFound))
+	})
+})
