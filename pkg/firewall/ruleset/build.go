@@ -1,0 +1,279 @@
+package ruleset
+
+import (
+	"fmt"
+	"net/netip"
+	"slices"
+	"strings"
+
+	fwv1alpha1 "github.com/metal-firewall/gardener-extension-firewall/pkg/apis/firewall/v1alpha1"
+	"github.com/metal-firewall/gardener-extension-firewall/pkg/apis/firewall/validation"
+)
+
+// Protocol numbers of the protocols a PolicyPort may name.
+var protocolNumbers = map[string]uint8{"TCP": 6, "UDP": 17, "SCTP": 132}
+
+// Set names. Every set exists in every ruleset, empty or not, so that a policy
+// change only ever changes set elements, never the table's structure.
+const (
+	SetInternal   = "internal"    // the internal prefixes
+	SetEgress     = "egress"      // destination . proto . port allowed from inside
+	SetEgressAny  = "egress_any"  // destinations allowed from inside on every port
+	SetIngress    = "ingress"     // source . proto . port allowed to the inside
+	SetIngressAny = "ingress_any" // sources allowed to the inside on every port
+)
+
+// SetName is the name of the set of the given base name and family.
+func SetName(base string, v6 bool) string {
+	if v6 {
+		return base + "_v6"
+	}
+	return base + "_v4"
+}
+
+// Build turns the firewall's traffic spec and the network policies into the
+// desired ruleset. It expects validated input and fails on what it cannot
+// parse.
+//
+// The forward chain has a fixed number of rules; the policies only fill the
+// sets. A policy rule without ports allows every protocol and port.
+func Build(fw *fwv1alpha1.FirewallTrafficSpec, policies []*fwv1alpha1.PolicySpec) (*Ruleset, error) {
+	if fw == nil {
+		fw = &fwv1alpha1.FirewallTrafficSpec{}
+	}
+	var internal []Range
+	for _, p := range fw.InternalPrefixes {
+		prefix, err := validation.ParseCIDR(p)
+		if err != nil {
+			return nil, fmt.Errorf("internal prefix %q: %w", p, err)
+		}
+		internal = append(internal, PrefixRange(prefix))
+	}
+	internal = Merge(internal)
+
+	var egress, ingress direction
+	for _, spec := range policies {
+		if spec == nil {
+			continue
+		}
+		for _, rule := range spec.Egress {
+			if err := egress.add(rule.To, rule.Ports); err != nil {
+				return nil, err
+			}
+		}
+		for _, rule := range spec.Ingress {
+			if err := ingress.add(rule.From, rule.Ports); err != nil {
+				return nil, err
+			}
+		}
+	}
+
+	rs := &Ruleset{Table: TableName}
+	for _, v6 := range []bool{false, true} {
+		rs.Sets = append(rs.Sets,
+			addrSet(SetName(SetInternal, v6), v6, internal),
+			&Set{Name: SetName(SetEgress, v6), V6: v6, Kind: AddrProtoPortSet, Elements: boxes(egress.ports, v6)},
+			addrSet(SetName(SetEgressAny, v6), v6, Merge(egress.any)),
+			&Set{Name: SetName(SetIngress, v6), V6: v6, Kind: AddrProtoPortSet, Elements: boxes(ingress.ports, v6)},
+			addrSet(SetName(SetIngressAny, v6), v6, Merge(ingress.any)),
+		)
+	}
+
+	forward := &Chain{Name: "forward", Type: "filter", Hook: "forward", Priority: 0, PolicyDrop: true}
+	for _, limit := range fw.RateLimits {
+		forward.Rules = append(forward.Rules, &Rule{
+			ID: "ratelimit:" + limit.Interface, IIfName: limit.Interface, LimitOverMiBps: limit.Rate, Counter: true, Verdict: Drop,
+		})
+	}
+	forward.Rules = append(forward.Rules, &Rule{ID: "established", CtEstablishedRelated: true, Counter: true, Verdict: Accept})
+	for _, v6 := range []bool{false, true} {
+		fam := family(v6)
+		forward.Rules = append(forward.Rules,
+			&Rule{ID: "egress" + suffix(v6), Family: fam, SaddrSet: SetName(SetInternal, v6), ConcatSet: SetName(SetEgress, v6), Counter: true, Verdict: Accept},
+			&Rule{ID: "egress-any" + suffix(v6), Family: fam, SaddrSet: SetName(SetInternal, v6), DaddrSet: SetName(SetEgressAny, v6), Counter: true, Verdict: Accept},
+			&Rule{ID: "ingress" + suffix(v6), Family: fam, DaddrSet: SetName(SetInternal, v6), ConcatSet: SetName(SetIngress, v6), ConcatSaddr: true, Counter: true, Verdict: Accept},
+			&Rule{ID: "ingress-any" + suffix(v6), Family: fam, SaddrSet: SetName(SetIngressAny, v6), DaddrSet: SetName(SetInternal, v6), Counter: true, Verdict: Accept},
+		)
+	}
+	forward.Rules = append(forward.Rules,
+		&Rule{ID: "log-drop", LogLimitPerSecond: 10, LogPrefix: DropLogPrefix},
+		&Rule{ID: "drop", Counter: true, Verdict: Drop},
+	)
+	rs.Chains = append(rs.Chains, forward)
+
+	postrouting := &Chain{Name: "postrouting", Type: "nat", Hook: "postrouting", Priority: 100}
+	for _, snat := range fw.EgressRules {
+		ips := map[bool]string{}
+		for _, ip := range snat.IPs {
+			addr, err := netip.ParseAddr(ip)
+			if err != nil {
+				return nil, fmt.Errorf("SNAT address %q: %w", ip, err)
+			}
+			ips[addr.Is6()] = addr.String()
+		}
+		for _, v6 := range []bool{false, true} {
+			r := &Rule{Family: family(v6), OIfName: snat.Interface, SaddrSet: SetName(SetInternal, v6), Counter: true}
+			switch ip, ok := ips[v6]; {
+			case ok:
+				r.ID, r.Verdict, r.SNATTo = "snat:"+snat.Interface+suffix(v6), SNAT, ip
+			case len(snat.IPs) == 0:
+				r.ID, r.Verdict = "masquerade:"+snat.Interface+suffix(v6), Masquerade
+			default:
+				continue // only the other family is translated
+			}
+			postrouting.Rules = append(postrouting.Rules, r)
+		}
+	}
+	rs.Chains = append(rs.Chains, postrouting)
+	return rs, nil
+}
+
+func family(v6 bool) int {
+	if v6 {
+		return 6
+	}
+	return 4
+}
+
+func suffix(v6 bool) string {
+	if v6 {
+		return "-v6"
+	}
+	return "-v4"
+}
+
+func addrSet(name string, v6 bool, ranges []Range) *Set {
+	s := &Set{Name: name, V6: v6, Kind: AddrSet}
+	for _, r := range ranges {
+		if r.From.Is6() == v6 {
+			s.Elements = append(s.Elements, Element{Addr: r})
+		}
+	}
+	return s
+}
+
+// direction collects the allowed peers of egress or ingress.
+type direction struct {
+	any   []Range
+	ports []portItem
+}
+
+// portItem allows the peers in ranges on one protocol and port range.
+type portItem struct {
+	ranges   []Range
+	proto    uint8
+	from, to uint16
+}
+
+func (d *direction) add(blocks []fwv1alpha1.IPBlock, ports []fwv1alpha1.PolicyPort) error {
+	ranges, err := blockRanges(blocks)
+	if err != nil {
+		return err
+	}
+	if len(ports) == 0 {
+		d.any = append(d.any, ranges...)
+		return nil
+	}
+	for _, p := range ports {
+		proto, ok := protocolNumbers[strings.ToUpper(p.Protocol)]
+		if p.Protocol == "" {
+			proto, ok = protocolNumbers["TCP"]
+		}
+		if !ok {
+			return fmt.Errorf("unknown protocol %q", p.Protocol)
+		}
+		item := portItem{ranges: ranges, proto: proto, from: 0, to: 65535}
+		if p.Port != nil {
+			item.from, item.to = uint16(*p.Port), uint16(*p.Port)
+			if p.EndPort != nil {
+				item.to = uint16(*p.EndPort)
+			}
+		}
+		d.ports = append(d.ports, item)
+	}
+	return nil
+}
+
+// blockRanges returns the addresses of the blocks, each CIDR minus its
+// excepts, merged.
+func blockRanges(blocks []fwv1alpha1.IPBlock) ([]Range, error) {
+	var out []Range
+	for _, b := range blocks {
+		prefix, err := validation.ParseCIDR(b.CIDR)
+		if err != nil {
+			return nil, fmt.Errorf("cidr %q: %w", b.CIDR, err)
+		}
+		var except []Range
+		for _, e := range b.Except {
+			ep, err := validation.ParseCIDR(e)
+			if err != nil {
+				return nil, fmt.Errorf("except %q: %w", e, err)
+			}
+			except = append(except, PrefixRange(ep))
+		}
+		out = append(out, Subtract([]Range{PrefixRange(prefix)}, Merge(except))...)
+	}
+	return Merge(out), nil
+}
+
+// boxes turns port items into disjoint address . proto . port-range elements.
+// The kernel refuses overlapping elements, and items overlap freely (two
+// policies may open 80-90 and 85-100 to overlapping networks), so per protocol
+// the port axis is cut at every item's boundaries into segments, each segment
+// gets the merged addresses of the items covering it, and neighbouring
+// segments with the same addresses are joined again.
+func boxes(items []portItem, v6 bool) []Element {
+	byProto := map[uint8][]portItem{}
+	for _, it := range items {
+		var ranges []Range
+		for _, r := range it.ranges {
+			if r.From.Is6() == v6 {
+				ranges = append(ranges, r)
+			}
+		}
+		if len(ranges) > 0 {
+			it.ranges = ranges
+			byProto[it.proto] = append(byProto[it.proto], it)
+		}
+	}
+	var out []Element
+	for proto, its := range byProto {
+		var bounds []uint32
+		for _, it := range its {
+			bounds = append(bounds, uint32(it.from), uint32(it.to)+1)
+		}
+		slices.Sort(bounds)
+		bounds = slices.Compact(bounds)
+		segs := make([][]Range, len(bounds)-1)
+		for _, it := range its {
+			first, _ := slices.BinarySearch(bounds, uint32(it.from))
+			last, _ := slices.BinarySearch(bounds, uint32(it.to)+1)
+			for k := first; k < last; k++ {
+				segs[k] = append(segs[k], it.ranges...)
+			}
+		}
+		for k := 0; k < len(segs); {
+			ranges := Merge(segs[k])
+			end := k + 1
+			for end < len(segs) && slices.Equal(Merge(segs[end]), ranges) {
+				end++
+			}
+			for _, r := range ranges {
+				out = append(out, Element{Addr: r, Proto: proto, PortFrom: uint16(bounds[k]), PortTo: uint16(bounds[end] - 1)})
+			}
+			k = end
+		}
+	}
+	slices.SortFunc(out, compareElements)
+	return out
+}
+
+func compareElements(a, b Element) int {
+	if c := a.Addr.From.Compare(b.Addr.From); c != 0 {
+		return c
+	}
+	if a.Proto != b.Proto {
+		return int(a.Proto) - int(b.Proto)
+	}
+	return int(a.PortFrom) - int(b.PortFrom)
+}
