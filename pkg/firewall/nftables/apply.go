@@ -36,6 +36,14 @@ type Result struct {
 type Programmer struct {
 	nsPath string
 	conn   *nftables.Conn
+
+	// last is the ruleset of the last successful Apply and lastGen the
+	// kernel's ruleset generation right after it. While the generation is
+	// unchanged nobody has touched nftables since, and the next Apply diffs
+	// against last instead of reading every set element back: a one-CIDR
+	// change at 20,000 items then costs a few milliseconds.
+	last    *ruleset.Ruleset
+	lastGen uint32
 }
 
 // NewProgrammer programs the network namespace at nsPath (e.g.
@@ -45,7 +53,7 @@ func NewProgrammer(nsPath string) *Programmer { return &Programmer{nsPath: nsPat
 // Apply makes the kernel's table rs.Table equal to rs in one atomic batch. If
 // the table's sets, chains and rules are already the desired ones, only the
 // difference in set elements is sent. On error the kernel keeps the ruleset
-// it had; no other table is ever touched.
+// it had; no other table is ever touched. rs must not be modified afterwards.
 func (p *Programmer) Apply(rs *ruleset.Ruleset) (Result, error) {
 	start := time.Now()
 	conn, err := Open(p.nsPath)
@@ -58,9 +66,12 @@ func (p *Programmer) Apply(rs *ruleset.Ruleset) (Result, error) {
 		p.conn = nil
 	}()
 	table := &nftables.Table{Name: rs.Table, Family: nftables.TableFamilyINet}
-	current, err := p.read(table, rs)
-	if err != nil {
-		return Result{}, err
+	current := p.cached(table, rs)
+	if current == nil {
+		current, err = p.read(table, rs)
+		if err != nil {
+			return Result{}, err
+		}
 	}
 	var res Result
 	if current != nil {
@@ -68,8 +79,57 @@ func (p *Programmer) Apply(rs *ruleset.Ruleset) (Result, error) {
 	} else {
 		res, err = p.applyFull(table, rs)
 	}
+	p.last = nil
+	if err == nil {
+		if gen, genErr := generation(p.nsPath); genErr == nil {
+			p.last, p.lastGen = rs, gen
+		}
+	}
 	res.Duration = time.Since(start)
 	return res, err
+}
+
+// cached returns the state of the last Apply if it is still what the kernel
+// holds and has the structure of rs, nil otherwise.
+func (p *Programmer) cached(table *nftables.Table, rs *ruleset.Ruleset) *kernelState {
+	if p.last == nil || !sameStructure(p.last, rs) {
+		return nil
+	}
+	if gen, err := generation(p.nsPath); err != nil || gen != p.lastGen {
+		return nil
+	}
+	state := &kernelState{sets: map[string]*nftables.Set{}, elements: map[string][]ruleset.Element{}}
+	for _, s := range p.last.Sets {
+		state.sets[s.Name] = kernelSet(table, s)
+		state.elements[s.Name] = s.Elements
+	}
+	return state
+}
+
+// sameStructure tells whether a and b have the same sets, chains and rules,
+// so that going from a to b only changes set elements.
+func sameStructure(a, b *ruleset.Ruleset) bool {
+	if a.Table != b.Table || len(a.Sets) != len(b.Sets) || len(a.Chains) != len(b.Chains) {
+		return false
+	}
+	for i, s := range a.Sets {
+		if t := b.Sets[i]; s.Name != t.Name || s.V6 != t.V6 || s.Kind != t.Kind {
+			return false
+		}
+	}
+	for i, c := range a.Chains {
+		d := b.Chains[i]
+		if c.Name != d.Name || c.Type != d.Type || c.Hook != d.Hook || c.Priority != d.Priority ||
+			c.PolicyDrop != d.PolicyDrop || len(c.Rules) != len(d.Rules) {
+			return false
+		}
+		for j, r := range c.Rules {
+			if ruleset.Comment(r) != ruleset.Comment(d.Rules[j]) {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // kernelState is the kernel's copy of a table whose structure matches the

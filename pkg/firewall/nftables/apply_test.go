@@ -95,6 +95,18 @@ var _ = Describe("Programmer", func() {
 		Expect(res).To(And(HaveField("Mode", nftables.Elements), HaveField("Deleted", 1)))
 		Expect(list(ns, "set", "inet", ruleset.TableName, "egress_v4")).NotTo(ContainSubstring("192.0.2.0/24"))
 
+		By("repairing a change someone else made behind the agent's back")
+		_, err = ns.Exec("nft", "delete element inet firewall-agent egress_v4 { 203.0.113.0/25 . udp . 53 }")
+		Expect(err).NotTo(HaveOccurred())
+		res, err = p.Apply(build(mixed))
+		Expect(err).NotTo(HaveOccurred())
+		Expect(res).To(And(HaveField("Mode", nftables.Elements), HaveField("Added", 1), HaveField("Deleted", 0)))
+		_, err = ns.Exec("nft", "flush chain inet firewall-agent forward")
+		Expect(err).NotTo(HaveOccurred())
+		res, err = p.Apply(build(mixed))
+		Expect(err).NotTo(HaveOccurred())
+		Expect(res.Mode).To(Equal(nftables.Full))
+
 		By("changing an address range of a plain interval set in place")
 		narrower := &fwv1alpha1.PolicySpec{Egress: []fwv1alpha1.EgressRule{{To: []fwv1alpha1.IPBlock{{CIDR: "0.0.0.0/0", Except: []string{"10.0.0.0/9"}}}}}}
 		res, err = p.Apply(build(narrower))
