@@ -1,0 +1,15 @@
+// Command firewall-agent runs on a firewall machine and programs its nftables
+// ruleset from the sources in its config file.
+package main
+
+import (
+	"os"
+
+	"github.com/metal-firewall/gardener-extension-firewall/cmd/firewall-agent/app"
+)
+
+func main() {
+	if err := app.NewCommand().Execute(); err != nil {
+		os.Exit(1)
+	}
+}
