@@ -2,6 +2,7 @@ package nftables
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/google/nftables"
@@ -228,6 +229,11 @@ func (p *Programmer) read(table *nftables.Table, rs *ruleset.Ruleset) (*kernelSt
 func (p *Programmer) applyElements(rs *ruleset.Ruleset, current *kernelState) (Result, error) {
 	res := Result{Mode: Elements}
 	for _, want := range rs.Sets {
+		// Both lists come sorted from the same model code, so an unchanged
+		// set is recognised without building a map.
+		if slices.Equal(current.elements[want.Name], want.Elements) {
+			continue
+		}
 		have := map[ruleset.Element]bool{}
 		for _, e := range current.elements[want.Name] {
 			have[e] = true

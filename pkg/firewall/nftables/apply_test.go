@@ -1,6 +1,7 @@
 package nftables_test
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -87,17 +88,22 @@ var _ = Describe("Programmer", func() {
 		res, err = p.Apply(build(mixed, extra))
 		Expect(err).NotTo(HaveOccurred())
 		Expect(res).To(And(HaveField("Mode", nftables.Elements), HaveField("Added", 1), HaveField("Deleted", 0)))
-		Expect(list(ns, "set", "inet", ruleset.TableName, "egress_v4")).To(ContainSubstring("192.0.2.0/24 . tcp . 443"))
+		Expect(list(ns, "table", "inet", ruleset.TableName)).To(ContainSubstring("192.0.2.0/24 . tcp . 443"))
 		Expect(list(ns, "-a", "chain", "inet", ruleset.TableName, "forward")).To(Equal(handles), "rules (and their handles and counters) stay")
 
 		res, err = p.Apply(build(mixed))
 		Expect(err).NotTo(HaveOccurred())
 		Expect(res).To(And(HaveField("Mode", nftables.Elements), HaveField("Deleted", 1)))
-		Expect(list(ns, "set", "inet", ruleset.TableName, "egress_v4")).NotTo(ContainSubstring("192.0.2.0/24"))
+		Expect(list(ns, "table", "inet", ruleset.TableName)).NotTo(ContainSubstring("192.0.2.0/24"))
 
 		By("repairing a change someone else made behind the agent's back")
-		_, err = ns.Exec("nft", "delete element inet firewall-agent egress_v4 { 203.0.113.0/25 . udp . 53 }")
-		Expect(err).NotTo(HaveOccurred())
+		deleted := 0
+		for shard := range ruleset.ConcatShards {
+			if _, err := ns.Exec("nft", fmt.Sprintf("delete element inet firewall-agent egress_v4_%d { 203.0.113.0/25 . udp . 53 }", shard)); err == nil {
+				deleted++
+			}
+		}
+		Expect(deleted).To(Equal(1))
 		res, err = p.Apply(build(mixed))
 		Expect(err).NotTo(HaveOccurred())
 		Expect(res).To(And(HaveField("Mode", nftables.Elements), HaveField("Added", 1), HaveField("Deleted", 0)))
@@ -153,16 +159,20 @@ var _ = Describe("Programmer", func() {
 		Expect(res.Mode).To(Equal(nftables.Full))
 		GinkgoWriter.Printf("full apply of 20,000 items: %v\n", res.Duration)
 		count := func(set string) int {
-			return strings.Count(list(ns, "set", "inet", ruleset.TableName, set), " . tcp . ")
+			n := 0
+			for shard := range ruleset.ConcatShards {
+				n += strings.Count(list(ns, "set", "inet", ruleset.TableName, fmt.Sprintf("%s_%d", set, shard)), " . tcp . ")
+			}
+			return n
 		}
-		Expect(count("egress_v4")).To(Equal(15000))
-		Expect(count("egress_v6")).To(Equal(5000))
+		Expect(count("egress_v4")).To(Equal(4 * 15000))
+		Expect(count("egress_v6")).To(Equal(4 * 5000))
 
 		big.Egress[0].To[0].CIDR = "100.200.0.0/32"
 		res, err = p.Apply(build(big))
 		Expect(err).NotTo(HaveOccurred())
-		Expect(res).To(And(HaveField("Mode", nftables.Elements), HaveField("Added", 1), HaveField("Deleted", 1)))
+		Expect(res).To(And(HaveField("Mode", nftables.Elements), HaveField("Added", 2), HaveField("Deleted", 2)))
 		GinkgoWriter.Printf("one-CIDR update at 20,000 items: %v\n", res.Duration)
-		Expect(list(ns, "set", "inet", ruleset.TableName, "egress_v4")).To(ContainSubstring("100.200.0.0 . tcp . 1000"))
+		Expect(list(ns, "table", "inet", ruleset.TableName)).To(ContainSubstring("100.200.0.0 . tcp . 1000"))
 	})
 })

@@ -28,18 +28,34 @@ var id int32
 
 func nextID() int32 { id++; return id }
 
-// policies returns n egress items, each one /32 (IPv4, or IPv6 every fourth)
-// on one TCP port, the shape of a shoot with many small policies.
+// policies returns n egress items, the shape of a shoot with many small
+// policies: each allows two networks (a /32 and a /31; IPv6 every fourth item)
+// on two TCP ports, its own and 443. Addresses are spaced so that nothing
+// merges.
 func policies(n int) *fwv1alpha1.PolicySpec {
 	spec := &fwv1alpha1.PolicySpec{}
+	v4 := func(base [4]byte, i int) netip.Addr {
+		b := netip.AddrFrom4(base).As4()
+		u := uint32(b[0])<<24 | uint32(b[1])<<16 | uint32(b[2])<<8 | uint32(b[3]) + uint32(4*i)
+		return netip.AddrFrom4([4]byte{byte(u >> 24), byte(u >> 16), byte(u >> 8), byte(u)})
+	}
 	for i := range n {
-		cidr := netip.AddrFrom4([4]byte{100, byte(i >> 16), byte(i >> 8), byte(i)}).String() + "/32"
+		to := []fwv1alpha1.IPBlock{
+			{CIDR: v4([4]byte{100, 64, 0, 0}, i).String() + "/32"},
+			{CIDR: v4([4]byte{198, 18, 0, 0}, i).String() + "/31"},
+		}
 		if i%4 == 3 {
-			cidr = fmt.Sprintf("2001:db8::%x:%x/128", i>>16, i&0xffff)
+			to = []fwv1alpha1.IPBlock{
+				{CIDR: fmt.Sprintf("2001:db8:1::%x:%x/128", (4*i)>>16, (4*i)&0xffff)},
+				{CIDR: fmt.Sprintf("2001:db8:2::%x:%x/127", (4*i)>>16, (4*i)&0xffff)},
+			}
 		}
 		spec.Egress = append(spec.Egress, fwv1alpha1.EgressRule{
-			To:    []fwv1alpha1.IPBlock{{CIDR: cidr}},
-			Ports: []fwv1alpha1.PolicyPort{{Protocol: "TCP", Port: ptr.To(int32(1000 + i%5000))}},
+			To: to,
+			Ports: []fwv1alpha1.PolicyPort{
+				{Protocol: "TCP", Port: ptr.To(int32(1000 + i%5000))},
+				{Protocol: "TCP", Port: ptr.To(int32(443))},
+			},
 		})
 	}
 	return spec

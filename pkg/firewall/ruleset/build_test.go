@@ -26,12 +26,17 @@ func port(proto string, from int32, to ...int32) fwv1alpha1.PolicyPort {
 	return pp
 }
 
-func elements(rs *Ruleset, set string) []string {
-	s := rs.Set(set)
-	ExpectWithOffset(1, s).NotTo(BeNil())
+// elements lists the elements of e.g. egress_v4 over all its shards.
+func elements(rs *Ruleset, name string) []string {
+	v6 := strings.HasSuffix(name, "_v6")
+	base := strings.TrimSuffix(strings.TrimSuffix(name, "_v4"), "_v6")
+	kind := AddrSet
+	if base == SetEgress || base == SetIngress {
+		kind = AddrProtoPortSet
+	}
 	var out []string
-	for _, e := range s.Elements {
-		out = append(out, ElementText(s.Kind, e))
+	for _, e := range rs.Elements(base, v6) {
+		out = append(out, ElementText(kind, e))
 	}
 	return out
 }
@@ -61,6 +66,7 @@ var _ = Describe("Build", func() {
 
 		more, err := Build(fw, []*fwv1alpha1.PolicySpec{{Egress: []fwv1alpha1.EgressRule{{To: []fwv1alpha1.IPBlock{block("1.2.3.4/32")}, Ports: []fwv1alpha1.PolicyPort{port("TCP", 22)}}}}})
 		Expect(err).NotTo(HaveOccurred())
+		Expect(strings.Count(Render(rs), "th dport @egress_v4_")).To(Equal(ConcatShards))
 		Expect(len(more.Chains[0].Rules)).To(Equal(len(rs.Chains[0].Rules)), "the number of rules does not depend on the policies")
 	})
 
@@ -77,9 +83,9 @@ var _ = Describe("Build", func() {
 			"10.10.0.128-10.10.1.255 . tcp . 91-100",
 		}))
 		// The elements must be pairwise disjoint and cover exactly the union.
-		s := rs.Set("egress_v4")
-		for i, a := range s.Elements {
-			for _, b := range s.Elements[i+1:] {
+		all := rs.Elements(SetEgress, false)
+		for i, a := range all {
+			for _, b := range all[i+1:] {
 				overlap := a.Proto == b.Proto && a.PortFrom <= b.PortTo && b.PortFrom <= a.PortTo &&
 					a.Addr.From.Compare(b.Addr.To) <= 0 && b.Addr.From.Compare(a.Addr.To) <= 0
 				Expect(overlap).To(BeFalse(), "%v overlaps %v", a, b)
@@ -93,12 +99,13 @@ var _ = Describe("Build", func() {
 		out := Render(rs)
 		Expect(out).To(HavePrefix("table inet firewall-agent {\n"))
 		for _, line := range []string{
-			"\tset egress_v4 {\n\t\ttype ipv4_addr . inet_proto . inet_service\n\t\tflags interval\n\t\telements = { 203.0.113.0/24 . tcp . 8000-8100 }\n\t}\n",
+			"\tset egress_v4_0 {\n\t\ttype ipv4_addr . inet_proto . inet_service\n\t\tflags interval\n",
+			"\t\telements = { 203.0.113.0/24 . tcp . 8000-8100 }\n",
 			"\t\ttype filter hook forward priority 0; policy drop;\n",
 			`iifname "eth1" limit rate over 100 mbytes/second counter drop comment "ratelimit:eth1 `,
 			`ct state established,related counter accept comment "established `,
-			`ip saddr @internal_v4 ip daddr . meta l4proto . th dport @egress_v4 counter accept comment "egress-v4 `,
-			`ip6 daddr @internal_v6 ip6 saddr . meta l4proto . th dport @ingress_v6 counter accept comment "ingress-v6 `,
+			`ip saddr @internal_v4 ip daddr . meta l4proto . th dport @egress_v4_7 counter accept comment "egress-v4-7 `,
+			`ip6 daddr @internal_v6 ip6 saddr . meta l4proto . th dport @ingress_v6_0 counter accept comment "ingress-v6-0 `,
 			`limit rate 10/second log prefix "firewall-agent drop: " comment "log-drop `,
 			`oifname "eth1" ip saddr @internal_v4 counter snat ip to 192.0.2.1 comment "snat:eth1-v4 `,
 			`oifname "eth2" ip6 saddr @internal_v6 counter masquerade comment "masquerade:eth2-v6 `,
