@@ -32,7 +32,11 @@ func nextID() int32 { id++; return id }
 // policies: each allows two networks (a /32 and a /31; IPv6 every fourth item)
 // on two TCP ports, its own and 443. Addresses are spaced so that nothing
 // merges.
-func policies(n int) *fwv1alpha1.PolicySpec {
+func policies(n int) *fwv1alpha1.PolicySpec { return policiesOfShape(n, true) }
+
+// policiesOfShape returns n egress items; narrow ones allow one /32 (/128) on
+// one port each.
+func policiesOfShape(n int, wide bool) *fwv1alpha1.PolicySpec {
 	spec := &fwv1alpha1.PolicySpec{}
 	v4 := func(base [4]byte, i int) netip.Addr {
 		b := netip.AddrFrom4(base).As4()
@@ -50,13 +54,14 @@ func policies(n int) *fwv1alpha1.PolicySpec {
 				{CIDR: fmt.Sprintf("2001:db8:2::%x:%x/127", (4*i)>>16, (4*i)&0xffff)},
 			}
 		}
-		spec.Egress = append(spec.Egress, fwv1alpha1.EgressRule{
-			To: to,
-			Ports: []fwv1alpha1.PolicyPort{
-				{Protocol: "TCP", Port: ptr.To(int32(1000 + i%5000))},
-				{Protocol: "TCP", Port: ptr.To(int32(443))},
-			},
-		})
+		ports := []fwv1alpha1.PolicyPort{
+			{Protocol: "TCP", Port: ptr.To(int32(1000 + i%5000))},
+			{Protocol: "TCP", Port: ptr.To(int32(443))},
+		}
+		if !wide {
+			to, ports = to[:1], ports[:1]
+		}
+		spec.Egress = append(spec.Egress, fwv1alpha1.EgressRule{To: to, Ports: ports})
 	}
 	return spec
 }
