@@ -169,7 +169,7 @@ func (p *Programmer) read(table *nftables.Table, rs *ruleset.Ruleset) (*kernelSt
 	for _, want := range rs.Sets {
 		got, ok := state.sets[want.Name]
 		wantSet := kernelSet(table, want)
-		if !ok || !got.Interval || got.Concatenation != wantSet.Concatenation ||
+		if !ok || got.Interval != wantSet.Interval || got.Concatenation != wantSet.Concatenation ||
 			got.KeyType.GetNFTMagic() != wantSet.KeyType.GetNFTMagic() || got.KeyType.Bytes != wantSet.KeyType.Bytes {
 			return nil, nil
 		}
@@ -312,8 +312,8 @@ func kernelSet(table *nftables.Table, s *ruleset.Set) *nftables.Set {
 	if s.V6 {
 		addr = nftables.TypeIP6Addr
 	}
-	ks := &nftables.Set{Table: table, Name: s.Name, Interval: true, KeyType: addr}
-	if s.Kind == ruleset.AddrProtoPortSet {
+	ks := &nftables.Set{Table: table, Name: s.Name, Interval: s.Kind != ruleset.AddrProtoPortExactSet, KeyType: addr}
+	if s.Kind.Concat() {
 		ks.Concatenation = true
 		ks.KeyType = nftables.MustConcatSetType(addr, nftables.TypeInetProto, nftables.TypeInetService)
 	}

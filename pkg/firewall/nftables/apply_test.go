@@ -27,6 +27,7 @@ var mixed = &fwv1alpha1.PolicySpec{
 		{To: []fwv1alpha1.IPBlock{{CIDR: "203.0.113.0/24", Except: []string{"203.0.113.128/25"}}, {CIDR: "2001:db8::/32"}},
 			Ports: []fwv1alpha1.PolicyPort{{Protocol: "TCP", Port: ptr.To(int32(8000)), EndPort: ptr.To(int32(8100))}, {Protocol: "UDP", Port: ptr.To(int32(53))}}},
 		{To: []fwv1alpha1.IPBlock{{CIDR: "0.0.0.0/0", Except: []string{"10.0.0.0/8"}}, {CIDR: "::/0"}}},
+		{To: []fwv1alpha1.IPBlock{{CIDR: "192.0.2.10/32"}, {CIDR: "2001:db8::10/128"}}, Ports: []fwv1alpha1.PolicyPort{{Protocol: "TCP", Port: ptr.To(int32(22))}}},
 	},
 	Ingress: []fwv1alpha1.IngressRule{
 		{From: []fwv1alpha1.IPBlock{{CIDR: "198.51.100.0/24"}}, Ports: []fwv1alpha1.PolicyPort{{Protocol: "SCTP"}}},
@@ -72,7 +73,8 @@ var _ = Describe("Programmer", func() {
 		_, err = other.Exec("nft", "-f", file)
 		Expect(err).NotTo(HaveOccurred())
 		Expect(list(ns, "table", "inet", ruleset.TableName)).To(Equal(list(other, "table", "inet", ruleset.TableName)))
-		Expect(list(ns, "table", "inet", ruleset.TableName)).To(ContainSubstring("203.0.113.0/25 . udp . 53"))
+		Expect(list(ns, "table", "inet", ruleset.TableName)).To(And(ContainSubstring("203.0.113.0/25 . udp . 53"),
+			ContainSubstring("set egress_v6_exact {\n\t\ttype ipv6_addr . inet_proto . inet_service\n\t\telements = { 2001:db8::10 . tcp . 22 }")))
 	})
 
 	It("is idempotent and updates only set elements when policies change", func() {
@@ -159,7 +161,7 @@ var _ = Describe("Programmer", func() {
 		Expect(res.Mode).To(Equal(nftables.Full))
 		GinkgoWriter.Printf("full apply of 20,000 items: %v\n", res.Duration)
 		count := func(set string) int {
-			n := 0
+			n := strings.Count(list(ns, "set", "inet", ruleset.TableName, set+"_exact"), " . tcp . ")
 			for shard := range ruleset.ConcatShards {
 				n += strings.Count(list(ns, "set", "inet", ruleset.TableName, fmt.Sprintf("%s_%d", set, shard)), " . tcp . ")
 			}

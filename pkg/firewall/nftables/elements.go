@@ -28,6 +28,9 @@ func encode(kind ruleset.SetKind, e ruleset.Element) []nftables.SetElement {
 		}
 		return out
 	}
+	if kind == ruleset.AddrProtoPortExactSet {
+		return []nftables.SetElement{{Key: concatKey(e.Addr.From, e.Proto, e.PortFrom)}}
+	}
 	return []nftables.SetElement{{
 		Key:    concatKey(e.Addr.From, e.Proto, e.PortFrom),
 		KeyEnd: concatKey(e.Addr.To, e.Proto, e.PortTo),
@@ -50,8 +53,11 @@ func decode(kind ruleset.SetKind, v6 bool, elems []nftables.SetElement) []rulese
 		addrLen = 16
 	}
 	var out []ruleset.Element
-	if kind == ruleset.AddrProtoPortSet {
+	if kind.Concat() {
 		for _, el := range elems {
+			if kind == ruleset.AddrProtoPortExactSet {
+				el.KeyEnd = el.Key
+			}
 			if len(el.Key) < addrLen+8 || len(el.KeyEnd) < addrLen+8 {
 				continue
 			}

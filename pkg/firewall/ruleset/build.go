@@ -86,9 +86,9 @@ func Build(fw *fwv1alpha1.FirewallTrafficSpec, policies []*fwv1alpha1.PolicySpec
 	rs := &Ruleset{Table: TableName}
 	for _, v6 := range []bool{false, true} {
 		rs.Sets = append(rs.Sets, addrSet(SetName(SetInternal, v6), v6, internal))
-		rs.Sets = append(rs.Sets, shardedSets(SetEgress, v6, boxes(egress.ports, v6))...)
+		rs.Sets = append(rs.Sets, concatSets(SetEgress, v6, boxes(egress.ports, v6))...)
 		rs.Sets = append(rs.Sets, addrSet(SetName(SetEgressAny, v6), v6, Merge(egress.any)))
-		rs.Sets = append(rs.Sets, shardedSets(SetIngress, v6, boxes(ingress.ports, v6))...)
+		rs.Sets = append(rs.Sets, concatSets(SetIngress, v6, boxes(ingress.ports, v6))...)
 		rs.Sets = append(rs.Sets, addrSet(SetName(SetIngressAny, v6), v6, Merge(ingress.any)))
 	}
 
@@ -101,12 +101,16 @@ func Build(fw *fwv1alpha1.FirewallTrafficSpec, policies []*fwv1alpha1.PolicySpec
 	forward.Rules = append(forward.Rules, &Rule{ID: "established", CtEstablishedRelated: true, Counter: true, Verdict: Accept})
 	for _, v6 := range []bool{false, true} {
 		fam := family(v6)
+		forward.Rules = append(forward.Rules, &Rule{ID: "egress-exact" + suffix(v6), Family: fam,
+			SaddrSet: SetName(SetInternal, v6), ConcatSet: ExactName(SetEgress, v6), Counter: true, Verdict: Accept})
 		for shard := range ConcatShards {
 			forward.Rules = append(forward.Rules, &Rule{ID: fmt.Sprintf("egress%s-%d", suffix(v6), shard), Family: fam,
 				SaddrSet: SetName(SetInternal, v6), ConcatSet: ShardName(SetEgress, v6, shard), Counter: true, Verdict: Accept})
 		}
 		forward.Rules = append(forward.Rules, &Rule{ID: "egress-any" + suffix(v6), Family: fam,
 			SaddrSet: SetName(SetInternal, v6), DaddrSet: SetName(SetEgressAny, v6), Counter: true, Verdict: Accept})
+		forward.Rules = append(forward.Rules, &Rule{ID: "ingress-exact" + suffix(v6), Family: fam,
+			DaddrSet: SetName(SetInternal, v6), ConcatSet: ExactName(SetIngress, v6), ConcatSaddr: true, Counter: true, Verdict: Accept})
 		for shard := range ConcatShards {
 			forward.Rules = append(forward.Rules, &Rule{ID: fmt.Sprintf("ingress%s-%d", suffix(v6), shard), Family: fam,
 				DaddrSet: SetName(SetInternal, v6), ConcatSet: ShardName(SetIngress, v6, shard), ConcatSaddr: true, Counter: true, Verdict: Accept})
@@ -161,9 +165,18 @@ func suffix(v6 bool) string {
 	return "-v4"
 }
 
-// shardedSets spreads elements over ConcatShards sets by a hash of the
-// element, so an element always lands in the same shard.
-func shardedSets(base string, v6 bool, elems []Element) []*Set {
+// ExactName is the name of the hash set of single address . proto . port
+// elements.
+func ExactName(base string, v6 bool) string {
+	return SetName(base, v6) + "_exact"
+}
+
+// concatSets puts single address . proto . port elements (a host on a port,
+// the most common policy item) into a hash set, which the kernel changes in
+// constant time, and spreads the ranges over ConcatShards interval sets by a
+// hash of the element, so an element always lands in the same shard.
+func concatSets(base string, v6 bool, elems []Element) []*Set {
+	exact := &Set{Name: ExactName(base, v6), V6: v6, Kind: AddrProtoPortExactSet}
 	sets := make([]*Set, ConcatShards)
 	for i := range sets {
 		sets[i] = &Set{Name: ShardName(base, v6, i), V6: v6, Kind: AddrProtoPortSet,
@@ -171,9 +184,12 @@ func shardedSets(base string, v6 bool, elems []Element) []*Set {
 	}
 	for _, e := range elems {
 		s := sets[shardOf(e)]
+		if e.Addr.From == e.Addr.To && e.PortFrom == e.PortTo {
+			s = exact
+		}
 		s.Elements = append(s.Elements, e)
 	}
-	return sets
+	return append([]*Set{exact}, sets...)
 }
 
 // shardOf hashes an element's start (FNV-1a) to its shard.
@@ -194,7 +210,7 @@ func shardOf(e Element) uint32 {
 func (rs *Ruleset) Elements(base string, v6 bool) []Element {
 	var out []Element
 	for _, s := range rs.Sets {
-		if s.V6 == v6 && (s.Name == SetName(base, v6) || strings.HasPrefix(s.Name, SetName(base, v6)+"_") && s.Kind == AddrProtoPortSet) {
+		if s.V6 == v6 && (s.Name == SetName(base, v6) || strings.HasPrefix(s.Name, SetName(base, v6)+"_") && s.Kind.Concat()) {
 			out = append(out, s.Elements...)
 		}
 	}

@@ -66,7 +66,8 @@ var _ = Describe("Build", func() {
 
 		more, err := Build(fw, []*fwv1alpha1.PolicySpec{{Egress: []fwv1alpha1.EgressRule{{To: []fwv1alpha1.IPBlock{block("1.2.3.4/32")}, Ports: []fwv1alpha1.PolicyPort{port("TCP", 22)}}}}})
 		Expect(err).NotTo(HaveOccurred())
-		Expect(strings.Count(Render(rs), "th dport @egress_v4_")).To(Equal(ConcatShards))
+		Expect(strings.Count(Render(rs), "th dport @egress_v4_")).To(Equal(ConcatShards+1), "the shards and the exact set")
+		Expect(rs.Set("egress_v4_exact").Elements).To(BeEmpty(), "no single host on a single port here")
 		Expect(len(more.Chains[0].Rules)).To(Equal(len(rs.Chains[0].Rules)), "the number of rules does not depend on the policies")
 	})
 

@@ -23,7 +23,14 @@ const (
 	// AddrProtoPortSet holds address range . protocol . port range boxes:
 	// type ipvN_addr . inet_proto . inet_service; flags interval.
 	AddrProtoPortSet
+	// AddrProtoPortExactSet holds single address . protocol . port elements:
+	// type ipvN_addr . inet_proto . inet_service, a hash set without
+	// intervals, which the kernel updates in constant time.
+	AddrProtoPortExactSet
 )
+
+// Concat tells whether the set's elements are address . proto . port.
+func (k SetKind) Concat() bool { return k == AddrProtoPortSet || k == AddrProtoPortExactSet }
 
 // Set is a named interval set of one address family.
 type Set struct {
@@ -71,7 +78,7 @@ type Rule struct {
 	// an AddrSet.
 	SaddrSet, DaddrSet string
 	// ConcatSet matches address . l4proto . destination port against an
-	// AddrProtoPortSet, with the source address if ConcatSaddr, else the
+	// AddrProtoPortSet or AddrProtoPortExactSet, with the source address if ConcatSaddr, else the
 	// destination.
 	ConcatSet   string
 	ConcatSaddr bool

@@ -40,10 +40,14 @@ func renderSet(b *strings.Builder, s *Set) {
 	if s.V6 {
 		addrType = "ipv6_addr"
 	}
-	if s.Kind == AddrProtoPortSet {
+	flags := "\t\tflags interval\n"
+	if s.Kind.Concat() {
 		addrType += " . inet_proto . inet_service"
 	}
-	fmt.Fprintf(b, "\tset %s {\n\t\ttype %s\n\t\tflags interval\n", s.Name, addrType)
+	if s.Kind == AddrProtoPortExactSet {
+		flags = ""
+	}
+	fmt.Fprintf(b, "\tset %s {\n\t\ttype %s\n%s", s.Name, addrType, flags)
 	if len(s.Elements) > 0 {
 		b.WriteString("\t\telements = { ")
 		for i, e := range s.Elements {
