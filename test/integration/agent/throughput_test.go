@@ -40,7 +40,7 @@ var _ = Describe("forward throughput", Label("bench"), func() {
 
 		prog := nftables.NewProgrammer(t.fw.Path())
 		fw := &fwv1alpha1.FirewallTrafficSpec{InternalPrefixes: []string{"10.0.1.0/24", "fd00:1::/64"}}
-		rows := [][]string{{"ruleset", "TCP throughput node -> outside (iperf3, 3 s)", "new connections/s (20 x dial)"}}
+		rows := [][]string{{"ruleset", "TCP throughput node -> outside (iperf3, 3 s)", "new connections/s (200 x dial)"}}
 		for _, n := range []int{-1, 10, 20000} {
 			name := "none (forwarding only)"
 			if n >= 0 {
@@ -62,7 +62,7 @@ var _ = Describe("forward throughput", Label("bench"), func() {
 			Expect(json.Unmarshal([]byte(out), &res)).To(Succeed())
 
 			start := time.Now()
-			for range 20 {
+			for range 200 {
 				var c net.Conn
 				Expect(t.node.Do(func() error {
 					var err error
@@ -71,7 +71,7 @@ var _ = Describe("forward throughput", Label("bench"), func() {
 				})).To(Succeed())
 				_ = c.Close()
 			}
-			perSec := 20 / time.Since(start).Seconds()
+			perSec := 200 / time.Since(start).Seconds()
 			rows = append(rows, []string{name, fmt.Sprintf("%.2f Gbit/s", res.End.SumReceived.BitsPerSecond/1e9), fmt.Sprintf("%.0f", perSec)})
 		}
 		fmt.Printf("\nforward throughput through the firewall namespace (veth, this machine)\n\n")
