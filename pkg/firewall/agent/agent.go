@@ -109,6 +109,9 @@ func (a *Agent) Run(ctx context.Context) error {
 			continue
 		}
 		if time.Since(lastApply) >= a.ResyncInterval {
+			if f, ok := a.Applier.(interface{ Forget() }); ok {
+				f.Forget()
+			}
 			if err := a.applyLogged(lastGood, "resync"); err == nil {
 				lastApply = time.Now()
 			}

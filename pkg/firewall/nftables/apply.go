@@ -90,6 +90,12 @@ func (p *Programmer) Apply(rs *ruleset.Ruleset) (Result, error) {
 	return res, err
 }
 
+// Forget drops the memory of the last Apply, so the next Apply reads the
+// kernel's state. The agent does this on its periodic resync: should another
+// process have changed the table between our commit and our reading of the
+// generation, that change is still found and repaired.
+func (p *Programmer) Forget() { p.last = nil }
+
 // cached returns the state of the last Apply if it is still what the kernel
 // holds and has the structure of rs, nil otherwise.
 func (p *Programmer) cached(table *nftables.Table, rs *ruleset.Ruleset) *kernelState {
