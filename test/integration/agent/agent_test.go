@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"os"
@@ -172,6 +173,49 @@ var _ = Describe("firewall agent in network namespaces", func() {
 		writeConfig(cfgPath, configYAML("", "\n      rateLimits: [{interface: ext0, rate: 50}]"))
 		Expect(apply().Mode).To(Equal(nftables.Full))
 		echo("after table replacement")
+	})
+
+	It("limits the rate of traffic arriving on an interface", func() {
+		if _, err := exec.LookPath("iperf3"); err != nil {
+			Fail("the rate limit test needs iperf3")
+		}
+		server := exec.Command("ip", "netns", "exec", t.outside.Name, "iperf3", "-s", "-p", "5201")
+		Expect(server.Start()).To(Succeed())
+		DeferCleanup(func() {
+			_ = server.Process.Kill()
+			_ = server.Wait()
+		})
+		allow5201 := "      - to: [{cidr: 203.0.113.2/32}]\n        ports: [{port: 5201}]\n"
+		receive := func() float64 {
+			var out string
+			Eventually(func() error {
+				var err error
+				out, err = t.node.Exec("iperf3", "-c", outsideV4, "-p", "5201", "-R", "-t", "2", "-J")
+				return err
+			}).WithTimeout(10 * time.Second).Should(Succeed())
+			var res struct {
+				End struct {
+					SumReceived struct {
+						BitsPerSecond float64 `json:"bits_per_second"`
+					} `json:"sum_received"`
+				} `json:"end"`
+			}
+			Expect(json.Unmarshal([]byte(out), &res)).To(Succeed())
+			return res.End.SumReceived.BitsPerSecond / 8 / (1 << 20)
+		}
+
+		writeConfig(cfgPath, configYAML(allow5201, ""))
+		apply()
+		unlimited := receive()
+		writeConfig(cfgPath, configYAML(allow5201, "\n      rateLimits: [{interface: ext0, rate: 2}]"))
+		apply()
+		limited := receive()
+		GinkgoWriter.Printf("outside -> node: %.1f MiB/s unlimited, %.1f MiB/s limited to 2 MiB/s\n", unlimited, limited)
+		Expect(unlimited).To(BeNumerically(">", 20))
+		Expect(limited).To(BeNumerically("<", 4), "about the limit (TCP and the limiter overshoot a little)")
+		counters, err := prog.RuleCounters(ruleset.TableName)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(counters["ratelimit:ext0"].Packets).To(BeNumerically(">", 0))
 	})
 
 	Context("the built binary", func() {
