@@ -86,9 +86,9 @@ func Build(fw *fwv1alpha1.FirewallTrafficSpec, policies []*fwv1alpha1.PolicySpec
 	rs := &Ruleset{Table: TableName}
 	for _, v6 := range []bool{false, true} {
 		rs.Sets = append(rs.Sets, addrSet(SetName(SetInternal, v6), v6, internal))
-		rs.Sets = append(rs.Sets, concatSets(SetEgress, v6, boxes(egress.ports, v6))...)
+		rs.Sets = append(rs.Sets, concatSets(SetEgress, v6, egress.ports)...)
 		rs.Sets = append(rs.Sets, addrSet(SetName(SetEgressAny, v6), v6, Merge(egress.any)))
-		rs.Sets = append(rs.Sets, concatSets(SetIngress, v6, boxes(ingress.ports, v6))...)
+		rs.Sets = append(rs.Sets, concatSets(SetIngress, v6, ingress.ports)...)
 		rs.Sets = append(rs.Sets, addrSet(SetName(SetIngressAny, v6), v6, Merge(ingress.any)))
 	}
 
@@ -174,22 +174,46 @@ func ExactName(base string, v6 bool) string {
 // concatSets puts single address . proto . port elements (a host on a port,
 // the most common policy item) into a hash set, which the kernel changes in
 // constant time, and spreads the ranges over ConcatShards interval sets by a
-// hash of the element, so an element always lands in the same shard.
-func concatSets(base string, v6 bool, elems []Element) []*Set {
-	exact := &Set{Name: ExactName(base, v6), V6: v6, Kind: AddrProtoPortExactSet}
-	sets := make([]*Set, ConcatShards)
-	for i := range sets {
-		sets[i] = &Set{Name: ShardName(base, v6, i), V6: v6, Kind: AddrProtoPortSet,
+// hash of the element, so an element always lands in the same shard. Single
+// hosts on single ports bypass the range arithmetic: they may overlap ranges
+// freely, since they live in another set, and a change among them is cheap
+// to compute as well as to apply.
+func concatSets(base string, v6 bool, items []portItem) []*Set {
+	var exact []Element
+	rest := make([]portItem, 0, len(items))
+	for _, it := range items {
+		var ranges []Range
+		for _, r := range it.ranges {
+			switch {
+			case r.From.Is6() != v6:
+			case it.from == it.to && r.From == r.To:
+				exact = append(exact, Element{Addr: r, Proto: it.proto, PortFrom: it.from, PortTo: it.to})
+			default:
+				ranges = append(ranges, r)
+			}
+		}
+		if len(ranges) > 0 {
+			it.ranges = ranges
+			rest = append(rest, it)
+		}
+	}
+	elems := boxes(rest, v6)
+	shards := make([]*Set, ConcatShards)
+	for i := range shards {
+		shards[i] = &Set{Name: ShardName(base, v6, i), V6: v6, Kind: AddrProtoPortSet,
 			Elements: make([]Element, 0, len(elems)/ConcatShards*5/4)}
 	}
 	for _, e := range elems {
-		s := sets[shardOf(e)]
 		if e.Addr.From == e.Addr.To && e.PortFrom == e.PortTo {
-			s = exact
+			exact = append(exact, e)
+			continue
 		}
+		s := shards[shardOf(e)]
 		s.Elements = append(s.Elements, e)
 	}
-	return append([]*Set{exact}, sets...)
+	slices.SortFunc(exact, compareElements)
+	exact = slices.CompactFunc(exact, func(a, b Element) bool { return a == b })
+	return append([]*Set{{Name: ExactName(base, v6), V6: v6, Kind: AddrProtoPortExactSet, Elements: exact}}, shards...)
 }
 
 // shardOf hashes an element's start (FNV-1a) to its shard.

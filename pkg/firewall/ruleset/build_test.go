@@ -94,6 +94,21 @@ var _ = Describe("Build", func() {
 		}
 	})
 
+	It("puts single hosts on single ports into the hash set, once", func() {
+		rs, err := Build(fw, []*fwv1alpha1.PolicySpec{{Egress: []fwv1alpha1.EgressRule{
+			{To: []fwv1alpha1.IPBlock{block("10.10.0.5/32"), block("10.10.0.0/30", "10.10.0.0/31", "10.10.0.3/32")}, Ports: []fwv1alpha1.PolicyPort{port("TCP", 80)}},
+			{To: []fwv1alpha1.IPBlock{block("10.10.0.5/32")}, Ports: []fwv1alpha1.PolicyPort{port("TCP", 80), port("UDP", 80)}},
+			{To: []fwv1alpha1.IPBlock{block("10.10.0.0/24")}, Ports: []fwv1alpha1.PolicyPort{port("TCP", 80, 90)}},
+		}}})
+		Expect(err).NotTo(HaveOccurred())
+		var exact []string
+		for _, e := range rs.Set("egress_v4_exact").Elements {
+			exact = append(exact, ElementText(AddrProtoPortExactSet, e))
+		}
+		Expect(exact).To(Equal([]string{"10.10.0.2 . tcp . 80", "10.10.0.5 . tcp . 80", "10.10.0.5 . udp . 80"}))
+		Expect(elements(rs, "egress_v4")).To(ContainElement("10.10.0.0/24 . tcp . 80-90"))
+	})
+
 	It("renders the ruleset in nft syntax", func() {
 		rs, err := Build(fw, []*fwv1alpha1.PolicySpec{{Egress: []fwv1alpha1.EgressRule{{To: []fwv1alpha1.IPBlock{block("203.0.113.0/24")}, Ports: []fwv1alpha1.PolicyPort{port("TCP", 8000, 8100)}}}}})
 		Expect(err).NotTo(HaveOccurred())
