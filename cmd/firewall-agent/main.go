@@ -9,7 +9,5 @@ import (
 )
 
 func main() {
-	if err := app.NewCommand().Execute(); err != nil {
-		os.Exit(1)
-	}
+	os.Exit(app.Main())
 }

@@ -30,6 +30,7 @@ type Options struct {
 }
 
 // NewCommand returns the firewall-agent command with its render subcommand.
+// Errors are not printed by cobra; Main prints them once.
 func NewCommand() *cobra.Command {
 	opts := &Options{}
 	cmd := &cobra.Command{
@@ -44,11 +45,7 @@ re-applies on change; a bad config is logged and the ruleset in force stays.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			err := run(cmd.Context(), opts)
-			if err != nil {
-				fmt.Fprintln(cmd.ErrOrStderr(), "firewall-agent:", err)
-			}
-			return err
+			return run(cmd.Context(), opts)
 		},
 	}
 	cmd.SetVersionTemplate("firewall-agent {{.Version}}\n")
@@ -71,7 +68,6 @@ func newRenderCommand() *cobra.Command {
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			out, err := agent.Render(path)
 			if err != nil {
-				fmt.Fprintln(cmd.ErrOrStderr(), "firewall-agent:", err)
 				return err
 			}
 			_, err = fmt.Fprint(cmd.OutOrStdout(), out)
@@ -106,4 +102,14 @@ func run(ctx context.Context, opts *Options) error {
 	defer stop()
 	log.Info("starting", "version", Version, "config", opts.ConfigPath)
 	return a.Run(ctx)
+}
+
+// Main runs the command and returns the process exit code, printing an error
+// (a bad flag, an invalid config, a refused apply) to stderr.
+func Main() int {
+	if err := NewCommand().Execute(); err != nil {
+		fmt.Fprintln(os.Stderr, "firewall-agent:", err)
+		return 1
+	}
+	return 0
 }
