@@ -109,6 +109,11 @@ var _ = Describe("Agent", func() {
 		Eventually(logs).Should(gbytes.Say(`config changed but is invalid; keeping the ruleset in force.*invalid CIDR`))
 		Consistently(fake.count, 100*time.Millisecond).Should(Equal(n))
 
+		By("a config file that disappears is logged and changes nothing")
+		Expect(os.Remove(path)).To(Succeed())
+		Eventually(logs).Should(gbytes.Say(`reading config; keeping the ruleset in force`))
+		Consistently(fake.count, 100*time.Millisecond).Should(Equal(n))
+
 		By("a refused apply is logged and retried on the next change")
 		fake.mu.Lock()
 		fake.failNext = true
