@@ -6,8 +6,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/utils/ptr"
 
-	. "github.com/metal-firewall/gardener-extension-firewall/pkg/apis/firewall/validation"
 	fwv1alpha1 "github.com/metal-firewall/gardener-extension-firewall/pkg/apis/firewall/v1alpha1"
+	. "github.com/metal-firewall/gardener-extension-firewall/pkg/apis/firewall/validation"
 )
 
 var _ = Describe("ValidatePolicySpec", func() {
