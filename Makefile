@@ -60,3 +60,15 @@ generate: $(CONTROLLER_GEN)
 verify-generate: generate
 	@if [ -n "$$(git status --porcelain -- upstream-crds pkg charts example)" ]; then \
 	  echo "make generate changed committed files:"; git status --porcelain -- upstream-crds pkg charts example; exit 1; fi
+
+# Apply figures of the firewall agent beside the rule-per-item baseline (nft -f),
+# printed as a table; needs root for the network namespaces. The baseline is
+# given up after BENCH_BASELINE_LIMIT per size.
+BENCH_BASELINE_LIMIT ?= 60s
+.PHONY: bench
+bench:
+	@if [ "$$(id -u)" != 0 ]; then echo "make bench needs root (network namespaces)"; exit 1; fi
+	@BENCH_TABLE=true BENCH_BASELINE_LIMIT=$(BENCH_BASELINE_LIMIT) go test ./pkg/firewall/nftables/ -run '^TestBenchTable$$' -count=1 -v -timeout 20m \
+	  | grep -v -e '^=== RUN' -e '^--- PASS' -e '^PASS$$' -e '^ok '
+	@BENCH_TABLE=true go test ./test/integration/agent/ -count=1 -v -timeout 10m -ginkgo.label-filter=bench \
+	  | grep -v -e '^=== RUN' -e '^--- PASS' -e '^PASS$$' -e '^ok '

@@ -1,4 +1,4 @@
-// Package validation checks the firewall API's objects. Every error names the
-// field path and the value, so the manager, the agent and admission report the
-// same message; nothing is applied from an object that fails validation.
+// Package validation checks the firewall API types. The firewall agent uses it
+// for its static configuration; the shoot's ClusterwideNetworkPolicy controller
+// and admission use the same functions, so a policy means the same everywhere.
 package validation

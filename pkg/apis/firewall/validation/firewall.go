@@ -34,7 +34,7 @@ func ValidateFirewallSpec(spec firewallv1alpha1.FirewallSpec, fldPath *field.Pat
 		}
 		seenNetworks.Insert(n)
 	}
-	allErrs = append(allErrs, ValidateFirewallTrafficSpec(spec.FirewallTrafficSpec, fldPath)...)
+	allErrs = append(allErrs, ValidateFirewallTrafficSpec(&spec.FirewallTrafficSpec, fldPath, true)...)
 	allErrs = append(allErrs, validateUserdataContents(spec.UserdataContents, fldPath.Child("userdataContents"))...)
 	return allErrs
 }

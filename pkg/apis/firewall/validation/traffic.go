@@ -5,56 +5,70 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
-	firewallv1alpha1 "github.com/metal-firewall/gardener-extension-firewall/pkg/apis/firewall/v1alpha1"
+	fwv1alpha1 "github.com/metal-firewall/gardener-extension-firewall/pkg/apis/firewall/v1alpha1"
 )
 
-// ValidateFirewallTrafficSpec checks internal prefixes, SNAT rules and rate limits.
-func ValidateFirewallTrafficSpec(spec firewallv1alpha1.FirewallTrafficSpec, fldPath *field.Path) field.ErrorList {
+// ValidateFirewallTrafficSpec checks internal prefixes, SNAT rules and rate
+// limits. resolveNetworks tells whether the caller can map a metal network ID to
+// an interface; without that, rules must name the interface.
+func ValidateFirewallTrafficSpec(spec *fwv1alpha1.FirewallTrafficSpec, fldPath *field.Path, resolveNetworks bool) field.ErrorList {
 	var allErrs field.ErrorList
-	for i, p := range spec.InternalPrefixes {
-		allErrs = append(allErrs, validatePrefix(p, fldPath.Child("internalPrefixes").Index(i))...)
-	}
-	for i, r := range spec.EgressRules {
-		idxPath := fldPath.Child("egressRules").Index(i)
-		allErrs = append(allErrs, validateNetworkOrInterface(r.NetworkID, r.Interface, idxPath)...)
-		if len(r.IPs) == 0 {
-			allErrs = append(allErrs, field.Required(idxPath.Child("ips"), "at least one address to translate to"))
+	for i, prefix := range spec.InternalPrefixes {
+		if _, err := ParseCIDR(prefix); err != nil {
+			allErrs = append(allErrs, field.Invalid(fldPath.Child("internalPrefixes").Index(i), prefix, "invalid CIDR"))
 		}
-		for j, ip := range r.IPs {
-			if _, err := netip.ParseAddr(ip); err != nil {
-				allErrs = append(allErrs, field.Invalid(idxPath.Child("ips").Index(j), ip, "not an IP address"))
+	}
+	for i, rule := range spec.EgressRules {
+		rulePath := fldPath.Child("egressRules").Index(i)
+		allErrs = append(allErrs, validateNetworkRef(rule.NetworkID, rule.Interface, rulePath, resolveNetworks)...)
+		var v4, v6 int
+		for j, ip := range rule.IPs {
+			addr, err := netip.ParseAddr(ip)
+			if err != nil || addr.Zone() != "" || addr.Is4In6() {
+				allErrs = append(allErrs, field.Invalid(rulePath.Child("ips").Index(j), ip, "invalid IP address"))
+				continue
+			}
+			if addr.Is4() {
+				v4++
+			} else {
+				v6++
 			}
 		}
+		if v4 > 1 || v6 > 1 {
+			allErrs = append(allErrs, field.Invalid(rulePath.Child("ips"), rule.IPs, "at most one IPv4 and one IPv6 address are supported in this build"))
+		}
 	}
-	for i, r := range spec.RateLimits {
-		idxPath := fldPath.Child("rateLimits").Index(i)
-		allErrs = append(allErrs, validateNetworkOrInterface(r.NetworkID, r.Interface, idxPath)...)
-		if r.Rate == 0 {
-			allErrs = append(allErrs, field.Invalid(idxPath.Child("rate"), r.Rate, "must be at least 1 MiB/s"))
+	for i, limit := range spec.RateLimits {
+		limitPath := fldPath.Child("rateLimits").Index(i)
+		allErrs = append(allErrs, validateNetworkRef(limit.NetworkID, limit.Interface, limitPath, resolveNetworks)...)
+		if limit.Rate == 0 {
+			allErrs = append(allErrs, field.Invalid(limitPath.Child("rate"), limit.Rate, "must be at least 1 MiB/s"))
 		}
 	}
 	return allErrs
 }
 
-// validatePrefix accepts a CIDR in canonical form only: "10.0.0.1/24" most
-// likely hides a typo, and the firewall would silently widen it.
-func validatePrefix(value string, fldPath *field.Path) field.ErrorList {
-	p, err := netip.ParsePrefix(value)
-	if err != nil {
-		return field.ErrorList{field.Invalid(fldPath, value, "not a CIDR")}
-	}
-	if p.Masked() != p {
-		return field.ErrorList{field.Invalid(fldPath, value, "host bits set, did you mean "+p.Masked().String()+"?")}
-	}
-	return nil
-}
-
-func validateNetworkOrInterface(networkID, iface string, fldPath *field.Path) field.ErrorList {
+func validateNetworkRef(networkID, iface string, fldPath *field.Path, resolveNetworks bool) field.ErrorList {
+	var allErrs field.ErrorList
 	switch {
 	case networkID == "" && iface == "":
-		return field.ErrorList{field.Required(fldPath.Child("networkID"), "networkID or interface is required")}
+		allErrs = append(allErrs, field.Required(fldPath.Child("interface"), "networkID or interface is required"))
 	case networkID != "" && iface != "":
-		return field.ErrorList{field.Invalid(fldPath.Child("interface"), iface, "set either networkID or interface, not both")}
+		allErrs = append(allErrs, field.Invalid(fldPath.Child("networkID"), networkID, "set networkID or interface, not both"))
+	case networkID != "" && !resolveNetworks:
+		allErrs = append(allErrs, field.Invalid(fldPath.Child("networkID"), networkID, "network IDs cannot be mapped to interfaces by this source; name the interface"))
 	}
-	return nil
+	if iface != "" && (len(iface) > 15 || !validIfaceName(iface)) {
+		allErrs = append(allErrs, field.Invalid(fldPath.Child("interface"), iface, "invalid interface name"))
+	}
+	return allErrs
+}
+
+func validIfaceName(s string) bool {
+	for _, c := range s {
+		if c <= ' ' || c == '/' || c == '"' || c > '~' {
+			return false
+		}
+	}
+	return true
 }

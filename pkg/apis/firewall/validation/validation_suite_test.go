@@ -9,5 +9,5 @@ import (
 
 func TestValidation(t *testing.T) {
 	RegisterFailHandler(Fail)
-	RunSpecs(t, "API Firewall Validation Suite")
+	RunSpecs(t, "Firewall API validation")
 }

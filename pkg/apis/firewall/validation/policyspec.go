@@ -1,0 +1,114 @@
+package validation
+
+import (
+	"fmt"
+	"net/netip"
+
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	fwv1alpha1 "github.com/metal-firewall/gardener-extension-firewall/pkg/apis/firewall/v1alpha1"
+)
+
+// Protocols the firewall enforces in a PolicyPort. An empty protocol means TCP.
+var Protocols = []string{"TCP", "UDP", "SCTP"}
+
+// ValidatePolicySpec checks the egress and ingress rules of a
+// ClusterwideNetworkPolicy (or of the agent's static cwnp source) and returns
+// every problem found, each naming its field path and value.
+func ValidatePolicySpec(spec *fwv1alpha1.PolicySpec, fldPath *field.Path) field.ErrorList {
+	var allErrs field.ErrorList
+	for i, rule := range spec.Egress {
+		rulePath := fldPath.Child("egress").Index(i)
+		for j := range rule.To {
+			allErrs = append(allErrs, ValidateIPBlock(&rule.To[j], rulePath.Child("to").Index(j))...)
+		}
+		if len(rule.ToFQDNs) > 0 {
+			allErrs = append(allErrs, field.Forbidden(rulePath.Child("toFQDNs"), "DNS-based rules are not enforced yet"))
+		}
+		if len(rule.To) == 0 && len(rule.ToFQDNs) == 0 {
+			allErrs = append(allErrs, field.Required(rulePath.Child("to"), "an egress rule needs at least one destination"))
+		}
+		allErrs = append(allErrs, validatePorts(rule.Ports, rulePath.Child("ports"))...)
+	}
+	for i, rule := range spec.Ingress {
+		rulePath := fldPath.Child("ingress").Index(i)
+		for j := range rule.From {
+			allErrs = append(allErrs, ValidateIPBlock(&rule.From[j], rulePath.Child("from").Index(j))...)
+		}
+		if len(rule.From) == 0 {
+			allErrs = append(allErrs, field.Required(rulePath.Child("from"), "an ingress rule needs at least one source"))
+		}
+		allErrs = append(allErrs, validatePorts(rule.Ports, rulePath.Child("ports"))...)
+	}
+	return allErrs
+}
+
+// ValidateIPBlock checks that CIDR is a network and that every Except is a
+// network of the same family inside it.
+func ValidateIPBlock(block *fwv1alpha1.IPBlock, fldPath *field.Path) field.ErrorList {
+	var allErrs field.ErrorList
+	outer, err := ParseCIDR(block.CIDR)
+	if err != nil {
+		allErrs = append(allErrs, field.Invalid(fldPath.Child("cidr"), block.CIDR, "invalid CIDR"))
+	}
+	for i, except := range block.Except {
+		exceptPath := fldPath.Child("except").Index(i)
+		inner, err := ParseCIDR(except)
+		switch {
+		case err != nil:
+			allErrs = append(allErrs, field.Invalid(exceptPath, except, "invalid CIDR"))
+		case !outer.IsValid():
+			// The outer CIDR is already reported.
+		case inner.Addr().Is4() != outer.Addr().Is4() || inner.Bits() < outer.Bits() || !outer.Contains(inner.Addr()):
+			allErrs = append(allErrs, field.Invalid(exceptPath, except, fmt.Sprintf("must lie inside cidr %q", block.CIDR)))
+		}
+	}
+	return allErrs
+}
+
+// ParseCIDR parses an IPv4 or IPv6 network such as 10.0.0.0/8 and returns it
+// masked (10.1.2.3/8 is 10.0.0.0/8). IPv4-mapped IPv6 networks are refused,
+// because they would silently match nothing.
+func ParseCIDR(s string) (netip.Prefix, error) {
+	p, err := netip.ParsePrefix(s)
+	if err != nil {
+		return netip.Prefix{}, err
+	}
+	if p.Addr().Is4In6() || p.Addr().Zone() != "" {
+		return netip.Prefix{}, fmt.Errorf("%q is neither a plain IPv4 nor IPv6 network", s)
+	}
+	return p.Masked(), nil
+}
+
+func validatePorts(ports []fwv1alpha1.PolicyPort, fldPath *field.Path) field.ErrorList {
+	var allErrs field.ErrorList
+	for i, port := range ports {
+		portPath := fldPath.Index(i)
+		if port.Protocol != "" && !isProtocol(port.Protocol) {
+			allErrs = append(allErrs, field.NotSupported(portPath.Child("protocol"), port.Protocol, Protocols))
+		}
+		if port.Port != nil && (*port.Port < 1 || *port.Port > 65535) {
+			allErrs = append(allErrs, field.Invalid(portPath.Child("port"), *port.Port, "must be between 1 and 65535"))
+		}
+		if port.EndPort != nil {
+			switch {
+			case port.Port == nil:
+				allErrs = append(allErrs, field.Required(portPath.Child("port"), "endPort needs port"))
+			case *port.EndPort < 1 || *port.EndPort > 65535:
+				allErrs = append(allErrs, field.Invalid(portPath.Child("endPort"), *port.EndPort, "must be between 1 and 65535"))
+			case *port.EndPort < *port.Port:
+				allErrs = append(allErrs, field.Invalid(portPath.Child("endPort"), *port.EndPort, fmt.Sprintf("must not be below port %d", *port.Port)))
+			}
+		}
+	}
+	return allErrs
+}
+
+func isProtocol(p string) bool {
+	for _, known := range Protocols {
+		if p == known {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,132 @@
+package agent
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"fmt"
+	"log/slog"
+	"os"
+	"time"
+
+	"github.com/metal-firewall/gardener-extension-firewall/pkg/firewall/config"
+	"github.com/metal-firewall/gardener-extension-firewall/pkg/firewall/nftables"
+	"github.com/metal-firewall/gardener-extension-firewall/pkg/firewall/ruleset"
+)
+
+// Applier programs a ruleset; *nftables.Programmer is the real one.
+type Applier interface {
+	Apply(rs *ruleset.Ruleset) (nftables.Result, error)
+}
+
+// Agent applies the ruleset its config file describes and keeps it applied.
+type Agent struct {
+	ConfigPath string
+	Applier    Applier
+	Log        *slog.Logger
+	// PollInterval is how often the config file is checked for changes.
+	PollInterval time.Duration
+	// ResyncInterval is how often the ruleset is re-applied even without a
+	// change, which repairs changes made behind the agent's back. Cheap: an
+	// unchanged ruleset sends nothing.
+	ResyncInterval time.Duration
+}
+
+// ApplyOnce loads and validates the config and applies it. A bad config or a
+// refused batch changes nothing in the kernel.
+func (a *Agent) ApplyOnce() (nftables.Result, error) {
+	cfg, err := config.Load(a.ConfigPath)
+	if err != nil {
+		return nftables.Result{}, err
+	}
+	return a.apply(cfg)
+}
+
+func (a *Agent) apply(cfg *config.Config) (nftables.Result, error) {
+	rs, err := Desired(cfg)
+	if err != nil {
+		return nftables.Result{}, err
+	}
+	res, err := a.Applier.Apply(rs)
+	if err != nil {
+		return res, fmt.Errorf("applying ruleset: %w", err)
+	}
+	return res, nil
+}
+
+// Run applies the config, then watches the file (by polling its content,
+// which also sees atomic renames and ConfigMap symlink swaps) and re-applies
+// on change and every ResyncInterval. The first config must be valid, so a
+// mistake shows at startup; later, a bad config is logged and the ruleset in
+// force stays as it is. Run returns when ctx is done.
+func (a *Agent) Run(ctx context.Context) error {
+	if a.PollInterval <= 0 {
+		a.PollInterval = time.Second
+	}
+	if a.ResyncInterval <= 0 {
+		a.ResyncInterval = time.Minute
+	}
+	data, err := os.ReadFile(a.ConfigPath)
+	if err != nil {
+		return fmt.Errorf("reading config: %w", err)
+	}
+	cfg, err := config.Parse(data)
+	if err != nil {
+		return err
+	}
+	if err := a.applyLogged(cfg, "startup"); err != nil {
+		return err
+	}
+	lastSum := sha256.Sum256(data)
+	lastGood := cfg
+	lastApply := time.Now()
+
+	ticker := time.NewTicker(a.PollInterval)
+	defer ticker.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			a.Log.Info("stopping; the ruleset stays in force")
+			return nil
+		case <-ticker.C:
+		}
+		data, err := os.ReadFile(a.ConfigPath)
+		if err != nil {
+			a.Log.Error("reading config; keeping the ruleset in force", "error", err)
+			continue
+		}
+		if sum := sha256.Sum256(data); !bytes.Equal(sum[:], lastSum[:]) {
+			lastSum = sum
+			cfg, err := config.Parse(data)
+			if err != nil {
+				a.Log.Error("config changed but is invalid; keeping the ruleset in force", "error", err)
+				continue
+			}
+			lastGood = cfg
+			if err := a.applyLogged(cfg, "config changed"); err == nil {
+				lastApply = time.Now()
+			}
+			continue
+		}
+		if time.Since(lastApply) >= a.ResyncInterval {
+			if f, ok := a.Applier.(interface{ Forget() }); ok {
+				f.Forget()
+			}
+			if err := a.applyLogged(lastGood, "resync"); err == nil {
+				lastApply = time.Now()
+			}
+		}
+	}
+}
+
+func (a *Agent) applyLogged(cfg *config.Config, reason string) error {
+	res, err := a.apply(cfg)
+	if err != nil {
+		a.Log.Error("apply failed; the previous ruleset stays in force", "reason", reason, "error", err)
+		return err
+	}
+	if res.Mode != nftables.Unchanged || reason != "resync" {
+		a.Log.Info("ruleset applied", "reason", reason, "mode", string(res.Mode), "added", res.Added, "deleted", res.Deleted, "duration", res.Duration)
+	}
+	return nil
+}

@@ -1,0 +1,138 @@
+package agent_test
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	"github.com/onsi/gomega/gbytes"
+
+	"github.com/metal-firewall/gardener-extension-firewall/pkg/firewall/agent"
+	"github.com/metal-firewall/gardener-extension-firewall/pkg/firewall/nftables"
+	"github.com/metal-firewall/gardener-extension-firewall/pkg/firewall/ruleset"
+)
+
+// fakeApplier records what it is asked to apply.
+type fakeApplier struct {
+	mu       sync.Mutex
+	applied  []string
+	forgets  int
+	failNext bool
+}
+
+func (f *fakeApplier) Apply(rs *ruleset.Ruleset) (nftables.Result, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.failNext {
+		f.failNext = false
+		return nftables.Result{}, errors.New("kernel says no")
+	}
+	f.applied = append(f.applied, ruleset.Render(rs))
+	return nftables.Result{Mode: nftables.Full}, nil
+}
+
+func (f *fakeApplier) Forget() { f.mu.Lock(); f.forgets++; f.mu.Unlock() }
+
+func (f *fakeApplier) last() string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if len(f.applied) == 0 {
+		return ""
+	}
+	return f.applied[len(f.applied)-1]
+}
+
+func (f *fakeApplier) count() int { f.mu.Lock(); defer f.mu.Unlock(); return len(f.applied) }
+
+const cfg = `
+sources:
+  static:
+    firewall: {internalPrefixes: ["10.0.1.0/24"]}
+    cwnp: {egress: [{to: [{cidr: 203.0.113.0/24}], ports: [{port: 443}]}]}
+controllers:
+  firewall: {source: static}
+  cwnp: {source: static}
+`
+
+var _ = Describe("Agent", func() {
+	var (
+		path string
+		fake *fakeApplier
+		logs *gbytes.Buffer
+		a    *agent.Agent
+	)
+	write := func(content string) {
+		tmp := path + ".tmp"
+		Expect(os.WriteFile(tmp, []byte(content), 0o600)).To(Succeed())
+		Expect(os.Rename(tmp, path)).To(Succeed())
+	}
+	BeforeEach(func() {
+		path = filepath.Join(GinkgoT().TempDir(), "config.yaml")
+		write(cfg)
+		fake = &fakeApplier{}
+		logs = gbytes.NewBuffer()
+		a = &agent.Agent{ConfigPath: path, Applier: fake, Log: slog.New(slog.NewTextHandler(logs, nil)),
+			PollInterval: 10 * time.Millisecond, ResyncInterval: time.Hour}
+	})
+
+	It("applies once", func() {
+		_, err := a.ApplyOnce()
+		Expect(err).NotTo(HaveOccurred())
+		Expect(fake.last()).To(ContainSubstring("203.0.113.0/24 . tcp . 443"))
+	})
+
+	It("refuses to start on a bad config, applying nothing", func() {
+		write(strings.Replace(cfg, "443", "0", 1))
+		Expect(a.Run(context.Background())).To(MatchError(ContainSubstring("ports[0].port: Invalid value: 0")))
+		Expect(fake.count()).To(BeZero())
+	})
+
+	It("re-applies on change, keeps the ruleset on a bad config, and resyncs", func() {
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error)
+		go func() { done <- a.Run(ctx) }()
+		DeferCleanup(func() { cancel(); Eventually(done).Should(Receive(BeNil())) })
+		Eventually(fake.count).Should(Equal(1))
+
+		write(strings.Replace(cfg, "443", "8443", 1))
+		Eventually(fake.last).Should(ContainSubstring(". tcp . 8443"))
+
+		n := fake.count()
+		write(strings.Replace(cfg, "203.0.113.0/24", "nope", 1))
+		Eventually(logs).Should(gbytes.Say(`config changed but is invalid; keeping the ruleset in force.*invalid CIDR`))
+		Consistently(fake.count, 100*time.Millisecond).Should(Equal(n))
+
+		By("a config file that disappears is logged and changes nothing")
+		Expect(os.Remove(path)).To(Succeed())
+		Eventually(logs).Should(gbytes.Say(`reading config; keeping the ruleset in force`))
+		Consistently(fake.count, 100*time.Millisecond).Should(Equal(n))
+
+		By("a refused apply is logged and retried on the next change")
+		fake.mu.Lock()
+		fake.failNext = true
+		fake.mu.Unlock()
+		write(strings.Replace(cfg, "443", "9443", 1))
+		Eventually(logs).Should(gbytes.Say(`apply failed; the previous ruleset stays in force.*kernel says no`))
+		write(strings.Replace(cfg, "443", "9444", 1))
+		Eventually(fake.last).Should(ContainSubstring(". tcp . 9444"))
+	})
+
+	It("resyncs periodically from the kernel's state", func() {
+		a.ResyncInterval = 50 * time.Millisecond
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error)
+		go func() { done <- a.Run(ctx) }()
+		DeferCleanup(func() { cancel(); Eventually(done).Should(Receive(BeNil())) })
+		Eventually(fake.count).Should(BeNumerically(">=", 3))
+		fake.mu.Lock()
+		Expect(fake.forgets).To(BeNumerically(">=", 2))
+		fake.mu.Unlock()
+	})
+})

@@ -1,0 +1,92 @@
+package config_test
+
+import (
+	"strings"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+
+	"github.com/metal-firewall/gardener-extension-firewall/pkg/firewall/config"
+)
+
+const valid = `
+name: fw-1
+sources:
+  seed: {bootstrapKubeconfig: /etc/firewall-agent/bootstrap.kubeconfig, kubeconfig: /etc/firewall-agent/seed.kubeconfig, namespace: shoot--p--s}
+  shoot: {namespace: firewall}
+  static:
+    firewall:
+      internalPrefixes: ["10.0.1.0/24", "fd00:1::/64"]
+      egressRules: [{interface: eth1, ips: [192.0.2.1]}]
+      rateLimits: [{interface: eth1, rate: 100}]
+    cwnp:
+      egress:  [{to: [{cidr: 203.0.113.0/24, except: [203.0.113.128/25]}], ports: [{protocol: TCP, port: 8000, endPort: 8100}]}]
+      ingress: [{from: [{cidr: 198.51.100.0/24}], ports: [{protocol: TCP, port: 30080}]}]
+controllers:
+  firewall: {source: static}
+  cwnp:     {source: static}
+`
+
+var _ = Describe("Parse", func() {
+	It("accepts the documented shape", func() {
+		cfg, err := config.Parse([]byte(valid))
+		Expect(err).NotTo(HaveOccurred())
+		Expect(cfg.Name).To(Equal("fw-1"))
+		Expect(cfg.Sources.Static.Firewall.InternalPrefixes).To(ConsistOf("10.0.1.0/24", "fd00:1::/64"))
+		Expect(cfg.Sources.Static.CWNP.Egress[0].To[0].Except).To(ConsistOf("203.0.113.128/25"))
+		Expect(cfg.Controllers.Service).To(BeNil(), "a controller that is not listed is off")
+	})
+
+	It("defaults the name to the hostname", func() {
+		cfg, err := config.Parse([]byte(strings.Replace(valid, "name: fw-1\n", "", 1)))
+		Expect(err).NotTo(HaveOccurred())
+		Expect(cfg.Name).NotTo(BeEmpty())
+	})
+
+	It("collects all errors at once", func() {
+		bad := strings.NewReplacer("203.0.113.0/24", "10.0.0/8", "port: 30080", "port: 70000").Replace(valid)
+		_, err := config.Parse([]byte(bad))
+		Expect(err).To(MatchError(And(
+			ContainSubstring(`sources.static.cwnp.egress[0].to[0].cidr: Invalid value: "10.0.0/8": invalid CIDR`),
+			ContainSubstring(`sources.static.cwnp.ingress[0].ports[0].port: Invalid value: 70000`),
+		)))
+	})
+
+	It("refuses a controller whose source is not configured", func() {
+		_, err := config.Parse([]byte("sources: {}\ncontrollers: {cwnp: {source: static}}\n"))
+		Expect(err).To(MatchError(ContainSubstring(`controllers.cwnp.source: Invalid value: "static": selected source is not configured`)))
+	})
+
+	DescribeTable("refuses a bad config naming the field and the value",
+		func(old, replacement string, want ...string) {
+			_, err := config.Parse([]byte(strings.Replace(valid, old, replacement, 1)))
+			Expect(err).To(HaveOccurred())
+			for _, w := range want {
+				Expect(err.Error()).To(ContainSubstring(w))
+			}
+		},
+		Entry("unknown field", "name: fw-1", "name: fw-1\nnmae: x", `unknown field "nmae"`),
+		Entry("unknown nested field", "protocol: TCP, port: 8000", "protocl: TCP, port: 8000", `unknown field "sources.static.cwnp.egress[0].ports[0].protocl"`),
+		Entry("bad CIDR", "203.0.113.0/24,", "10.0.0/8,", `sources.static.cwnp.egress[0].to[0].cidr`, `"10.0.0/8"`),
+		Entry("except outside", "except: [203.0.113.128/25]", "except: [10.0.0.0/8]", `sources.static.cwnp.egress[0].to[0].except[0]`, `"10.0.0.0/8"`, "must lie inside"),
+		Entry("except of the other family", "except: [203.0.113.128/25]", "except: [fd00::/8]", `sources.static.cwnp.egress[0].to[0].except[0]`, `"fd00::/8"`),
+		Entry("bad except", "except: [203.0.113.128/25]", "except: [nope]", `sources.static.cwnp.egress[0].to[0].except[0]`, `"nope"`),
+		Entry("port 0", "port: 8000,", "port: 0,", `sources.static.cwnp.egress[0].ports[0].port`, `0`),
+		Entry("port too large", "port: 30080", "port: 65536", `sources.static.cwnp.ingress[0].ports[0].port`, `65536`),
+		Entry("endPort below port", "endPort: 8100", "endPort: 7999", `sources.static.cwnp.egress[0].ports[0].endPort`, `7999`),
+		Entry("endPort without port", "{protocol: TCP, port: 30080}", "{protocol: TCP, endPort: 30080}", `sources.static.cwnp.ingress[0].ports[0].port`),
+		Entry("unknown protocol", "protocol: TCP, port: 8000", "protocol: ICMP, port: 8000", `sources.static.cwnp.egress[0].ports[0].protocol`, `"ICMP"`),
+		Entry("lower-case protocol", "protocol: TCP, port: 30080", "protocol: tcp, port: 30080", `sources.static.cwnp.ingress[0].ports[0].protocol`, `"tcp"`),
+		Entry("bad internal prefix", `"10.0.1.0/24",`, `"10.0.1.0/33",`, `sources.static.firewall.internalPrefixes[0]`, `"10.0.1.0/33"`),
+		Entry("bad SNAT IP", "ips: [192.0.2.1]", "ips: [192.0.2.300]", `sources.static.firewall.egressRules[0].ips[0]`, `"192.0.2.300"`),
+		Entry("SNAT by network ID", "{interface: eth1, ips", "{networkID: internet, ips", `sources.static.firewall.egressRules[0].networkID`, `"internet"`),
+		Entry("rate 0", "rate: 100", "rate: 0", `sources.static.firewall.rateLimits[0].rate`),
+		Entry("fqdn rules", "egress:  [", "egress:  [{to: [{cidr: 1.2.3.0/24}], toFQDNs: [{matchName: x}]}, ", `sources.static.cwnp.egress[0].toFQDNs: Forbidden`),
+		Entry("egress without destination", "egress:  [", "egress:  [{ports: [{port: 1}]}, ", `sources.static.cwnp.egress[0].to: Required value`),
+		Entry("unknown source", "cwnp:     {source: static}", "cwnp:     {source: metal}", `controllers.cwnp.source`, `"metal"`),
+		Entry("shoot not implemented", "cwnp:     {source: static}", "cwnp:     {source: shoot}", `controllers.cwnp.source: Invalid value: "shoot"`, "not implemented yet in this build"),
+		Entry("seed not implemented", "firewall: {source: static}", "firewall: {source: seed}", `controllers.firewall.source: Invalid value: "seed"`, "not implemented yet in this build"),
+		Entry("service from shoot not implemented", "controllers:\n", "controllers:\n  service: {source: shoot}\n", `controllers.service.source`, "not implemented yet in this build"),
+		Entry("seed without namespace", "namespace: shoot--p--s", "namespace: ''", `sources.seed.namespace: Required value`),
+	)
+})

@@ -1,0 +1,76 @@
+// Package config loads and validates the firewall agent's configuration file
+// (the metal-stack MEP-16 shape): where each controller takes its rules from.
+package config
+
+import (
+	fwv1alpha1 "github.com/metal-firewall/gardener-extension-firewall/pkg/apis/firewall/v1alpha1"
+)
+
+// DefaultPath is where the agent reads its configuration on a firewall machine.
+const DefaultPath = "/etc/firewall-agent/config.yaml"
+
+// Source names.
+const (
+	SourceStatic = "static"
+	SourceSeed   = "seed"
+	SourceShoot  = "shoot"
+)
+
+// Config is the agent's configuration file.
+type Config struct {
+	// Name is the firewall's name; the hostname when empty.
+	Name string `json:"name,omitempty"`
+	// Sources say how to reach each place rules can come from.
+	Sources Sources `json:"sources"`
+	// Controllers say which source each controller reads. A controller that
+	// is not listed is off.
+	Controllers Controllers `json:"controllers"`
+}
+
+// Sources are the places rules come from.
+type Sources struct {
+	Seed   *SeedSource   `json:"seed,omitempty"`
+	Shoot  *ShootSource  `json:"shoot,omitempty"`
+	Static *StaticSource `json:"static,omitempty"`
+}
+
+// SeedSource is the seed cluster the firewall belongs to.
+type SeedSource struct {
+	// BootstrapKubeconfig holds the short-lived bootstrap token.
+	BootstrapKubeconfig string `json:"bootstrapKubeconfig,omitempty"`
+	// Kubeconfig is where the agent keeps its certificate-based seed kubeconfig.
+	Kubeconfig string `json:"kubeconfig,omitempty"`
+	// Namespace is the shoot's namespace in the seed.
+	Namespace string `json:"namespace"`
+}
+
+// ShootSource is the shoot cluster behind the firewall.
+type ShootSource struct {
+	// Kubeconfig to reach the shoot; empty when it is obtained through the seed.
+	Kubeconfig string `json:"kubeconfig,omitempty"`
+	// Namespace holds the ClusterwideNetworkPolicies.
+	Namespace string `json:"namespace"`
+}
+
+// StaticSource holds rules directly in the file, so the agent works without
+// any API.
+type StaticSource struct {
+	// Firewall is what the firewall controller would read from the Firewall.
+	Firewall *fwv1alpha1.FirewallTrafficSpec `json:"firewall,omitempty"`
+	// CWNP is one policy with the ClusterwideNetworkPolicy spec schema.
+	CWNP *fwv1alpha1.PolicySpec `json:"cwnp,omitempty"`
+}
+
+// Controllers select a source per controller.
+type Controllers struct {
+	Firewall *Controller `json:"firewall,omitempty"`
+	CWNP     *Controller `json:"cwnp,omitempty"`
+	Service  *Controller `json:"service,omitempty"`
+	Monitor  *Controller `json:"monitor,omitempty"`
+}
+
+// Controller configures one controller.
+type Controller struct {
+	// Source is the name of the source the controller reads.
+	Source string `json:"source"`
+}

@@ -1,0 +1,86 @@
+package config
+
+import (
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/metal-firewall/gardener-extension-firewall/pkg/apis/firewall/validation"
+)
+
+// implemented are the sources this build can read.
+var implemented = map[string]bool{SourceStatic: true}
+
+// Validate returns every problem in the config, each with its field path. A
+// controller that selects a source this build does not implement yet is an
+// error too: the agent must not start and silently enforce nothing.
+func Validate(cfg *Config) field.ErrorList {
+	var allErrs field.ErrorList
+	srcPath := field.NewPath("sources")
+	if s := cfg.Sources.Seed; s != nil {
+		p := srcPath.Child("seed")
+		if s.Namespace == "" {
+			allErrs = append(allErrs, field.Required(p.Child("namespace"), ""))
+		}
+		if s.Kubeconfig == "" && s.BootstrapKubeconfig == "" {
+			allErrs = append(allErrs, field.Required(p.Child("kubeconfig"), "kubeconfig or bootstrapKubeconfig is required"))
+		}
+	}
+	if s := cfg.Sources.Shoot; s != nil && s.Namespace == "" {
+		allErrs = append(allErrs, field.Required(srcPath.Child("shoot", "namespace"), ""))
+	}
+	if s := cfg.Sources.Static; s != nil {
+		p := srcPath.Child("static")
+		if s.Firewall != nil {
+			allErrs = append(allErrs, validation.ValidateFirewallTrafficSpec(s.Firewall, p.Child("firewall"), false)...)
+		}
+		if s.CWNP != nil {
+			allErrs = append(allErrs, validation.ValidatePolicySpec(s.CWNP, p.Child("cwnp"))...)
+		}
+	}
+
+	ctrlPath := field.NewPath("controllers")
+	for _, c := range []struct {
+		name    string
+		ctrl    *Controller
+		allowed []string
+	}{
+		{"firewall", cfg.Controllers.Firewall, []string{SourceStatic, SourceSeed}},
+		{"cwnp", cfg.Controllers.CWNP, []string{SourceStatic, SourceShoot}},
+		{"service", cfg.Controllers.Service, []string{SourceShoot}},
+		{"monitor", cfg.Controllers.Monitor, []string{SourceShoot}},
+	} {
+		if c.ctrl == nil {
+			continue
+		}
+		p := ctrlPath.Child(c.name, "source")
+		switch {
+		case !contains(c.allowed, c.ctrl.Source):
+			allErrs = append(allErrs, field.NotSupported(p, c.ctrl.Source, c.allowed))
+		case !cfg.hasSource(c.ctrl.Source):
+			allErrs = append(allErrs, field.Invalid(p, c.ctrl.Source, "selected source is not configured under sources."+c.ctrl.Source))
+		case !implemented[c.ctrl.Source]:
+			allErrs = append(allErrs, field.Invalid(p, c.ctrl.Source, "source not implemented yet in this build (only static is)"))
+		}
+	}
+	return allErrs
+}
+
+func (cfg *Config) hasSource(name string) bool {
+	switch name {
+	case SourceStatic:
+		return cfg.Sources.Static != nil
+	case SourceSeed:
+		return cfg.Sources.Seed != nil
+	case SourceShoot:
+		return cfg.Sources.Shoot != nil
+	}
+	return false
+}
+
+func contains(list []string, s string) bool {
+	for _, v := range list {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}

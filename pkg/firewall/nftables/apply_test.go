@@ -1,0 +1,180 @@
+package nftables_test
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	"k8s.io/utils/ptr"
+
+	fwv1alpha1 "github.com/metal-firewall/gardener-extension-firewall/pkg/apis/firewall/v1alpha1"
+	"github.com/metal-firewall/gardener-extension-firewall/pkg/firewall/nftables"
+	"github.com/metal-firewall/gardener-extension-firewall/pkg/firewall/ruleset"
+	"github.com/metal-firewall/gardener-extension-firewall/test/netns"
+)
+
+var fw = &fwv1alpha1.FirewallTrafficSpec{
+	InternalPrefixes: []string{"10.0.1.0/24", "fd00:1::/64"},
+	EgressRules:      []fwv1alpha1.EgressRuleSNAT{{Interface: "eth1", IPs: []string{"192.0.2.1"}}, {Interface: "eth2"}},
+	RateLimits:       []fwv1alpha1.RateLimit{{Interface: "eth1", Rate: 100}},
+}
+
+var mixed = &fwv1alpha1.PolicySpec{
+	Egress: []fwv1alpha1.EgressRule{
+		{To: []fwv1alpha1.IPBlock{{CIDR: "203.0.113.0/24", Except: []string{"203.0.113.128/25"}}, {CIDR: "2001:db8::/32"}},
+			Ports: []fwv1alpha1.PolicyPort{{Protocol: "TCP", Port: ptr.To(int32(8000)), EndPort: ptr.To(int32(8100))}, {Protocol: "UDP", Port: ptr.To(int32(53))}}},
+		{To: []fwv1alpha1.IPBlock{{CIDR: "0.0.0.0/0", Except: []string{"10.0.0.0/8"}}, {CIDR: "::/0"}}},
+		{To: []fwv1alpha1.IPBlock{{CIDR: "192.0.2.10/32"}, {CIDR: "2001:db8::10/128"}}, Ports: []fwv1alpha1.PolicyPort{{Protocol: "TCP", Port: ptr.To(int32(22))}}},
+	},
+	Ingress: []fwv1alpha1.IngressRule{
+		{From: []fwv1alpha1.IPBlock{{CIDR: "198.51.100.0/24"}}, Ports: []fwv1alpha1.PolicyPort{{Protocol: "SCTP"}}},
+	},
+}
+
+func build(specs ...*fwv1alpha1.PolicySpec) *ruleset.Ruleset {
+	rs, err := ruleset.Build(fw, specs)
+	ExpectWithOffset(1, err).NotTo(HaveOccurred())
+	return rs
+}
+
+func list(ns *netns.NS, what ...string) string {
+	args := append([]string{"list"}, what...)
+	if what[0] == "-a" {
+		args = append([]string{"-a", "list"}, what[1:]...)
+	}
+	out, err := ns.Exec("nft", args...)
+	ExpectWithOffset(1, err).NotTo(HaveOccurred())
+	return out
+}
+
+var _ = Describe("Programmer", func() {
+	var (
+		ns *netns.NS
+		p  *nftables.Programmer
+	)
+	BeforeEach(func() {
+		ns = newNS("fwa-nft")
+		p = nftables.NewProgrammer(ns.Path())
+	})
+
+	It("programs exactly what render prints", func() {
+		rs := build(mixed)
+		res, err := p.Apply(rs)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(res.Mode).To(Equal(nftables.Full))
+
+		By("loading the rendered text with nft into a second namespace and comparing the listings")
+		other := newNS("fwa-nft-ref")
+		file := filepath.Join(GinkgoT().TempDir(), "rs.nft")
+		Expect(os.WriteFile(file, []byte(ruleset.Render(rs)), 0o600)).To(Succeed())
+		_, err = other.Exec("nft", "-f", file)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(list(ns, "table", "inet", ruleset.TableName)).To(Equal(list(other, "table", "inet", ruleset.TableName)))
+		Expect(list(ns, "table", "inet", ruleset.TableName)).To(And(ContainSubstring("203.0.113.0/25 . udp . 53"),
+			ContainSubstring("set egress_v6_exact {\n\t\ttype ipv6_addr . inet_proto . inet_service\n\t\telements = { 2001:db8::10 . tcp . 22 }")))
+	})
+
+	It("is idempotent and updates only set elements when policies change", func() {
+		_, err := p.Apply(build(mixed))
+		Expect(err).NotTo(HaveOccurred())
+		handles := list(ns, "-a", "chain", "inet", ruleset.TableName, "forward")
+
+		res, err := p.Apply(build(mixed))
+		Expect(err).NotTo(HaveOccurred())
+		Expect(res.Mode).To(Equal(nftables.Unchanged))
+
+		extra := &fwv1alpha1.PolicySpec{Egress: []fwv1alpha1.EgressRule{{To: []fwv1alpha1.IPBlock{{CIDR: "192.0.2.0/24"}}, Ports: []fwv1alpha1.PolicyPort{{Port: ptr.To(int32(443))}}}}}
+		res, err = p.Apply(build(mixed, extra))
+		Expect(err).NotTo(HaveOccurred())
+		Expect(res).To(And(HaveField("Mode", nftables.Elements), HaveField("Added", 1), HaveField("Deleted", 0)))
+		Expect(list(ns, "table", "inet", ruleset.TableName)).To(ContainSubstring("192.0.2.0/24 . tcp . 443"))
+		Expect(list(ns, "-a", "chain", "inet", ruleset.TableName, "forward")).To(Equal(handles), "rules (and their handles and counters) stay")
+
+		res, err = p.Apply(build(mixed))
+		Expect(err).NotTo(HaveOccurred())
+		Expect(res).To(And(HaveField("Mode", nftables.Elements), HaveField("Deleted", 1)))
+		Expect(list(ns, "table", "inet", ruleset.TableName)).NotTo(ContainSubstring("192.0.2.0/24"))
+
+		By("repairing a change someone else made behind the agent's back")
+		deleted := 0
+		for shard := range ruleset.ConcatShards {
+			if _, err := ns.Exec("nft", fmt.Sprintf("delete element inet firewall-agent egress_v4_%d { 203.0.113.0/25 . udp . 53 }", shard)); err == nil {
+				deleted++
+			}
+		}
+		Expect(deleted).To(Equal(1))
+		res, err = p.Apply(build(mixed))
+		Expect(err).NotTo(HaveOccurred())
+		Expect(res).To(And(HaveField("Mode", nftables.Elements), HaveField("Added", 1), HaveField("Deleted", 0)))
+		_, err = ns.Exec("nft", "flush chain inet firewall-agent forward")
+		Expect(err).NotTo(HaveOccurred())
+		res, err = p.Apply(build(mixed))
+		Expect(err).NotTo(HaveOccurred())
+		Expect(res.Mode).To(Equal(nftables.Full))
+
+		By("changing an address range of a plain interval set in place")
+		narrower := &fwv1alpha1.PolicySpec{Egress: []fwv1alpha1.EgressRule{{To: []fwv1alpha1.IPBlock{{CIDR: "0.0.0.0/0", Except: []string{"10.0.0.0/9"}}}}}}
+		res, err = p.Apply(build(narrower))
+		Expect(err).NotTo(HaveOccurred())
+		Expect(res.Mode).To(Equal(nftables.Elements))
+		Expect(list(ns, "set", "inet", ruleset.TableName, "egress_any_v4")).To(ContainSubstring("0.0.0.0-9.255.255.255, 10.128.0.0-255.255.255.255"))
+		res, err = p.Apply(build(narrower))
+		Expect(err).NotTo(HaveOccurred())
+		Expect(res.Mode).To(Equal(nftables.Unchanged), "the kernel's elements read back as the model's")
+	})
+
+	It("replaces the table when the rules change and leaves other tables alone", func() {
+		_, err := ns.Exec("nft", "add table ip foreign; add chain ip foreign c { type filter hook forward priority 10; }; add rule ip foreign c counter")
+		Expect(err).NotTo(HaveOccurred())
+		_, err = p.Apply(build(mixed))
+		Expect(err).NotTo(HaveOccurred())
+		fw2 := *fw
+		fw2.RateLimits = []fwv1alpha1.RateLimit{{Interface: "eth1", Rate: 200}}
+		rs, err := ruleset.Build(&fw2, []*fwv1alpha1.PolicySpec{mixed})
+		Expect(err).NotTo(HaveOccurred())
+		res, err := p.Apply(rs)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(res.Mode).To(Equal(nftables.Full))
+		Expect(list(ns, "ruleset")).To(And(ContainSubstring("200 mbytes/second"), ContainSubstring("table ip foreign")))
+		Expect(list(ns, "tables")).To(Equal("table ip foreign\ntable inet firewall-agent\n"))
+	})
+
+	It("keeps the previous ruleset when the kernel refuses a batch", func() {
+		_, err := p.Apply(build(mixed))
+		Expect(err).NotTo(HaveOccurred())
+		before := list(ns, "ruleset")
+		rs := build(mixed)
+		// NAT in a filter chain: the kernel refuses the whole transaction.
+		rs.Chains[0].Rules = append(rs.Chains[0].Rules, &ruleset.Rule{ID: "bad", Verdict: ruleset.Masquerade})
+		_, err = p.Apply(rs)
+		Expect(err).To(HaveOccurred())
+		Expect(list(ns, "ruleset")).To(Equal(before))
+	})
+
+	It("applies 20,000 policy items and updates one of them", func() {
+		big := policies(20000)
+		res, err := p.Apply(build(big))
+		Expect(err).NotTo(HaveOccurred())
+		Expect(res.Mode).To(Equal(nftables.Full))
+		GinkgoWriter.Printf("full apply of 20,000 items: %v\n", res.Duration)
+		count := func(set string) int {
+			n := strings.Count(list(ns, "set", "inet", ruleset.TableName, set+"_exact"), " . tcp . ")
+			for shard := range ruleset.ConcatShards {
+				n += strings.Count(list(ns, "set", "inet", ruleset.TableName, fmt.Sprintf("%s_%d", set, shard)), " . tcp . ")
+			}
+			return n
+		}
+		Expect(count("egress_v4")).To(Equal(4 * 15000))
+		Expect(count("egress_v6")).To(Equal(4 * 5000))
+
+		big.Egress[0].To[0].CIDR = "100.200.0.0/32"
+		res, err = p.Apply(build(big))
+		Expect(err).NotTo(HaveOccurred())
+		Expect(res).To(And(HaveField("Mode", nftables.Elements), HaveField("Added", 2), HaveField("Deleted", 2)))
+		GinkgoWriter.Printf("one-CIDR update at 20,000 items: %v\n", res.Duration)
+		Expect(list(ns, "table", "inet", ruleset.TableName)).To(ContainSubstring("100.200.0.0 . tcp . 1000"))
+	})
+})

@@ -1,0 +1,235 @@
+package nftables_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	fwv1alpha1 "github.com/metal-firewall/gardener-extension-firewall/pkg/apis/firewall/v1alpha1"
+	"github.com/metal-firewall/gardener-extension-firewall/pkg/firewall/nftables"
+	"github.com/metal-firewall/gardener-extension-firewall/pkg/firewall/ruleset"
+	"github.com/metal-firewall/gardener-extension-firewall/test/netns"
+)
+
+// The benchmarks need root (a network namespace per run) and skip otherwise.
+// `make bench` runs TestBenchTable, which prints the figures as a table beside
+// the baseline.
+
+var benchSizes = []int{100, 1000, 5000, 20000}
+
+func benchNS(tb testing.TB) *netns.NS {
+	tb.Helper()
+	if !netns.IsRoot() {
+		tb.Skip("needs root to create network namespaces")
+	}
+	ns, err := netns.New(fmt.Sprintf("fwa-bench-%d-%d", os.Getpid(), time.Now().UnixNano()%1e9))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { _ = ns.Delete() })
+	return ns
+}
+
+func mustBuild(tb testing.TB, spec *fwv1alpha1.PolicySpec) *ruleset.Ruleset {
+	rs, err := ruleset.Build(fw, []*fwv1alpha1.PolicySpec{spec})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return rs
+}
+
+// fullApply builds and applies n items into a namespace without the table:
+// what the agent does on start.
+func fullApply(tb testing.TB, ns *netns.NS, p *nftables.Programmer, spec *fwv1alpha1.PolicySpec) time.Duration {
+	tb.Helper()
+	if _, err := ns.Exec("nft", "delete table inet "+ruleset.TableName); err != nil && !strings.Contains(err.Error(), "No such file") {
+		tb.Fatal(err)
+	}
+	start := time.Now()
+	res, err := p.Apply(mustBuild(tb, spec))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if res.Mode != nftables.Full {
+		tb.Fatalf("mode %s, want full", res.Mode)
+	}
+	return time.Since(start)
+}
+
+// oneCIDRUpdate builds and applies spec with its first CIDR changed, then
+// changes it back: what the agent does when one policy changes.
+func oneCIDRUpdate(tb testing.TB, p *nftables.Programmer, spec *fwv1alpha1.PolicySpec, i int) time.Duration {
+	tb.Helper()
+	changed := *spec
+	changed.Egress = slices.Clone(spec.Egress)
+	if i%2 == 0 {
+		first := changed.Egress[0]
+		first.To = slices.Clone(first.To)
+		first.To[0] = fwv1alpha1.IPBlock{CIDR: "203.0.113.0/24"}
+		changed.Egress[0] = first
+	}
+	start := time.Now()
+	res, err := p.Apply(mustBuild(tb, &changed))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	// One network on the item's ports: one element per port replaced.
+	if n := len(spec.Egress[0].Ports); res.Mode != nftables.Elements || res.Added != n || res.Deleted != n {
+		tb.Fatalf("got %+v, want %d elements replaced", res, n)
+	}
+	lastNetlink = res.Duration
+	return time.Since(start)
+}
+
+// lastNetlink is the netlink part (Apply without Build) of the last update.
+var lastNetlink time.Duration
+
+func BenchmarkFullApply(b *testing.B) {
+	for _, n := range benchSizes {
+		b.Run(fmt.Sprintf("items=%d", n), func(b *testing.B) {
+			ns := benchNS(b)
+			p := nftables.NewProgrammer(ns.Path())
+			spec := policies(n)
+			var total time.Duration
+			for range b.N {
+				total += fullApply(b, ns, p, spec)
+			}
+			b.ReportMetric(float64(total.Milliseconds())/float64(b.N), "ms/apply")
+		})
+	}
+}
+
+func BenchmarkOneCIDRUpdate(b *testing.B) {
+	for _, n := range benchSizes {
+		b.Run(fmt.Sprintf("items=%d", n), func(b *testing.B) {
+			ns := benchNS(b)
+			p := nftables.NewProgrammer(ns.Path())
+			spec := policies(n)
+			fullApply(b, ns, p, spec)
+			// Start from the changed state, so every iteration changes one CIDR.
+			oneCIDRUpdate(b, p, spec, 0)
+			b.ResetTimer()
+			for i := range b.N {
+				oneCIDRUpdate(b, p, spec, i+1)
+			}
+		})
+	}
+}
+
+// baseline renders the policies as metal-stack's firewall-controller does:
+// one rule per policy item, each with anonymous sets.
+func baseline(spec *fwv1alpha1.PolicySpec) string {
+	var b strings.Builder
+	b.WriteString("table inet baseline {\n\tchain forward {\n\t\ttype filter hook forward priority 0; policy drop;\n\t\tct state established,related counter accept\n")
+	for i, e := range spec.Egress {
+		ip, internal := "ip", "10.0.1.0/24"
+		if strings.Contains(e.To[0].CIDR, ":") {
+			ip, internal = "ip6", "fd00:1::/64"
+		}
+		var cidrs, ports []string
+		for _, t := range e.To {
+			cidrs = append(cidrs, t.CIDR)
+		}
+		for _, p := range e.Ports {
+			ports = append(ports, fmt.Sprint(*p.Port))
+		}
+		fmt.Fprintf(&b, "\t\t%s saddr %s %s daddr { %s } tcp dport { %s } counter accept comment \"policy %d\"\n",
+			ip, internal, ip, strings.Join(cidrs, ", "), strings.Join(ports, ", "), i)
+	}
+	b.WriteString("\t}\n}\n")
+	return b.String()
+}
+
+// baselineApply loads the baseline with nft -f into ns, giving up after limit.
+func baselineApply(tb testing.TB, ns *netns.NS, spec *fwv1alpha1.PolicySpec, limit time.Duration) (time.Duration, bool) {
+	tb.Helper()
+	file := filepath.Join(tb.TempDir(), "baseline.nft")
+	if err := os.WriteFile(file, []byte(baseline(spec)), 0o600); err != nil {
+		tb.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), limit)
+	defer cancel()
+	start := time.Now()
+	out, err := exec.CommandContext(ctx, "ip", "netns", "exec", ns.Name, "nft", "-f", file).CombinedOutput()
+	d := time.Since(start)
+	if ctx.Err() != nil {
+		return d, false
+	}
+	if err != nil {
+		tb.Fatalf("nft -f: %v: %s", err, out)
+	}
+	return d, true
+}
+
+// TestBenchTable prints the apply figures beside the baseline. It runs only
+// with BENCH_TABLE=true (make bench), as root.
+func TestBenchTable(t *testing.T) {
+	if os.Getenv("BENCH_TABLE") != "true" {
+		t.Skip("set BENCH_TABLE=true (make bench)")
+	}
+	limit := 60 * time.Second
+	if s := os.Getenv("BENCH_BASELINE_LIMIT"); s != "" {
+		d, err := time.ParseDuration(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		limit = d
+	}
+	const runs = 5
+	median := func(ds []time.Duration) time.Duration {
+		slices.Sort(ds)
+		return ds[len(ds)/2]
+	}
+	ms := func(d time.Duration) string { return fmt.Sprintf("%.1f ms", float64(d.Microseconds())/1000) }
+
+	rows := [][]string{{"item shape", "policy items", "set elements", "agent: full apply", "agent: one-CIDR update", "of which netlink", "baseline: rule per item, nft -f"}}
+	for _, wide := range []bool{false, true} {
+		shape := "1 network, 1 port"
+		if wide {
+			shape = "2 networks, 2 ports"
+		}
+		gaveUp := false
+		for _, n := range benchSizes {
+			spec := policiesOfShape(n, wide)
+			ns := benchNS(t)
+			p := nftables.NewProgrammer(ns.Path())
+			var full, update, netlinkPart []time.Duration
+			for range runs {
+				full = append(full, fullApply(t, ns, p, spec))
+			}
+			oneCIDRUpdate(t, p, spec, 0)
+			for i := range 2 * runs {
+				update = append(update, oneCIDRUpdate(t, p, spec, i+1))
+				netlinkPart = append(netlinkPart, lastNetlink)
+			}
+			elems := 0
+			for _, s := range mustBuild(t, spec).Sets {
+				elems += len(s.Elements)
+			}
+			base := fmt.Sprintf("> %d s (not run: smaller size already over)", int(limit.Seconds()))
+			if !gaveUp {
+				if d, ok := baselineApply(t, benchNS(t), spec, limit); ok {
+					base = ms(d)
+				} else {
+					base, gaveUp = fmt.Sprintf("> %d s (gave up)", int(limit.Seconds())), true
+				}
+			}
+			rows = append(rows, []string{shape, fmt.Sprint(n), fmt.Sprint(elems), ms(median(full)), ms(median(update)), ms(median(netlinkPart)), base})
+		}
+	}
+	fmt.Printf("\nfirewall-agent apply benchmark: median of %d full applies and %d one-CIDR updates (build + netlink),\n"+
+		"baseline = the same items as one rule each with anonymous sets, loaded with nft -f once (limit %s)\n\n", runs, 2*runs, limit)
+	for i, r := range rows {
+		fmt.Printf("| %s |\n", strings.Join(r, " | "))
+		if i == 0 {
+			fmt.Println("|---|---:|---:|---:|---:|---:|---:|")
+		}
+	}
+	fmt.Println()
+}

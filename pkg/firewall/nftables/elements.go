@@ -1,0 +1,127 @@
+package nftables
+
+import (
+	"bytes"
+	"encoding/binary"
+	"net/netip"
+	"slices"
+
+	"github.com/google/nftables"
+
+	"github.com/metal-firewall/gardener-extension-firewall/pkg/firewall/ruleset"
+)
+
+// ElementsPerMessage bounds the elements in one netlink message. The elements
+// travel in one nested attribute whose length is 16 bits wide: an IPv6
+// address . proto . port range element takes 68 bytes, so 512 stay well below.
+const ElementsPerMessage = 512
+
+// encode turns a model element into the kernel elements. An address range
+// in a plain interval set is a start element and an interval-end element on
+// the address after the range (none when the range ends at the last address);
+// a concatenated interval set takes the range as key and key end.
+func encode(kind ruleset.SetKind, e ruleset.Element) []nftables.SetElement {
+	if kind == ruleset.AddrSet {
+		out := []nftables.SetElement{{Key: e.Addr.From.AsSlice()}}
+		if next := e.Addr.To.Next(); next.IsValid() && next.Is4() == e.Addr.To.Is4() {
+			out = append(out, nftables.SetElement{Key: next.AsSlice(), IntervalEnd: true})
+		}
+		return out
+	}
+	if kind == ruleset.AddrProtoPortExactSet {
+		return []nftables.SetElement{{Key: concatKey(e.Addr.From, e.Proto, e.PortFrom)}}
+	}
+	return []nftables.SetElement{{
+		Key:    concatKey(e.Addr.From, e.Proto, e.PortFrom),
+		KeyEnd: concatKey(e.Addr.To, e.Proto, e.PortTo),
+	}}
+}
+
+// concatKey is addr . proto . port with each field padded to 4 bytes, as the
+// kernel lays out concatenations in its registers.
+func concatKey(addr netip.Addr, proto uint8, port uint16) []byte {
+	key := addr.AsSlice()
+	key = append(key, proto, 0, 0, 0)
+	key = binary.BigEndian.AppendUint16(key, port)
+	return append(key, 0, 0)
+}
+
+// decode turns the elements the kernel lists back into model elements.
+func decode(kind ruleset.SetKind, v6 bool, elems []nftables.SetElement) []ruleset.Element {
+	addrLen := 4
+	if v6 {
+		addrLen = 16
+	}
+	var out []ruleset.Element
+	if kind.Concat() {
+		for _, el := range elems {
+			if kind == ruleset.AddrProtoPortExactSet {
+				el.KeyEnd = el.Key
+			}
+			if len(el.Key) < addrLen+8 || len(el.KeyEnd) < addrLen+8 {
+				continue
+			}
+			from, _ := netip.AddrFromSlice(el.Key[:addrLen])
+			to, _ := netip.AddrFromSlice(el.KeyEnd[:addrLen])
+			out = append(out, ruleset.Element{
+				Addr:     ruleset.Range{From: from, To: to},
+				Proto:    el.Key[addrLen],
+				PortFrom: binary.BigEndian.Uint16(el.Key[addrLen+4:]),
+				PortTo:   binary.BigEndian.Uint16(el.KeyEnd[addrLen+4:]),
+			})
+		}
+		return out
+	}
+	// Plain interval set: pair each start with the interval end after it.
+	sorted := slices.Clone(elems)
+	slices.SortStableFunc(sorted, func(a, b nftables.SetElement) int { return bytes.Compare(a.Key, b.Key) })
+	for i := 0; i < len(sorted); i++ {
+		el := sorted[i]
+		if el.IntervalEnd || len(el.Key) != addrLen {
+			continue
+		}
+		from, _ := netip.AddrFromSlice(el.Key)
+		to := lastAddr(v6)
+		if i+1 < len(sorted) && sorted[i+1].IntervalEnd {
+			end, _ := netip.AddrFromSlice(sorted[i+1].Key)
+			to = end.Prev()
+			i++
+		}
+		out = append(out, ruleset.Element{Addr: ruleset.Range{From: from, To: to}})
+	}
+	return out
+}
+
+func lastAddr(v6 bool) netip.Addr {
+	if v6 {
+		return netip.AddrFrom16([16]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff})
+	}
+	return netip.AddrFrom4([4]byte{0xff, 0xff, 0xff, 0xff})
+}
+
+// addElements queues elements in chunks that fit into one netlink message.
+func addElements(c *nftables.Conn, s *nftables.Set, kind ruleset.SetKind, elems []ruleset.Element) error {
+	return chunked(kind, elems, func(batch []nftables.SetElement) error { return c.SetAddElements(s, batch) })
+}
+
+// deleteElements queues the removal of elements in chunks.
+func deleteElements(c *nftables.Conn, s *nftables.Set, kind ruleset.SetKind, elems []ruleset.Element) error {
+	return chunked(kind, elems, func(batch []nftables.SetElement) error { return c.SetDeleteElements(s, batch) })
+}
+
+func chunked(kind ruleset.SetKind, elems []ruleset.Element, queue func([]nftables.SetElement) error) error {
+	var batch []nftables.SetElement
+	for _, e := range elems {
+		batch = append(batch, encode(kind, e)...)
+		if len(batch) >= ElementsPerMessage {
+			if err := queue(batch); err != nil {
+				return err
+			}
+			batch = nil
+		}
+	}
+	if len(batch) > 0 {
+		return queue(batch)
+	}
+	return nil
+}

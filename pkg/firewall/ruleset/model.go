@@ -1,0 +1,117 @@
+package ruleset
+
+// TableName is the agent's own table (family inet). The agent never touches
+// any other table.
+const TableName = "firewall-agent"
+
+// DropLogPrefix starts the kernel log line of every logged drop.
+const DropLogPrefix = "firewall-agent drop: "
+
+// Ruleset is the desired content of the agent's table.
+type Ruleset struct {
+	Table  string
+	Sets   []*Set
+	Chains []*Chain
+}
+
+// SetKind says what a set's elements are.
+type SetKind int
+
+const (
+	// AddrSet holds address ranges: type ipvN_addr; flags interval.
+	AddrSet SetKind = iota
+	// AddrProtoPortSet holds address range . protocol . port range boxes:
+	// type ipvN_addr . inet_proto . inet_service; flags interval.
+	AddrProtoPortSet
+	// AddrProtoPortExactSet holds single address . protocol . port elements:
+	// type ipvN_addr . inet_proto . inet_service, a hash set without
+	// intervals, which the kernel updates in constant time.
+	AddrProtoPortExactSet
+)
+
+// Concat tells whether the set's elements are address . proto . port.
+func (k SetKind) Concat() bool { return k == AddrProtoPortSet || k == AddrProtoPortExactSet }
+
+// Set is a named interval set of one address family.
+type Set struct {
+	Name string
+	V6   bool
+	Kind SetKind
+	// Elements are disjoint and sorted.
+	Elements []Element
+}
+
+// Element is one set element. Proto and the ports are only used in
+// AddrProtoPortSet sets.
+type Element struct {
+	Addr             Range
+	Proto            uint8
+	PortFrom, PortTo uint16
+}
+
+// Chain is a base chain of the table.
+type Chain struct {
+	Name     string
+	Type     string // filter or nat
+	Hook     string // forward or postrouting
+	Priority int32
+	// PolicyDrop is the chain policy; accept otherwise.
+	PolicyDrop bool
+	Rules      []*Rule
+}
+
+// Rule is one rule, described by what it matches and does rather than by
+// kernel expressions, so it can be rendered and programmed from one source.
+// Matches apply in field order.
+type Rule struct {
+	// ID names the rule; with a hash of its content it is the rule's comment,
+	// which lets the agent see whether the kernel's rule is the desired one.
+	ID string
+	// Family restricts the rule to IPv4 (4) or IPv6 (6); 0 is both.
+	Family           int
+	IIfName, OIfName string
+	// LimitOverMiBps matches when the traffic is over this many MiB/s.
+	LimitOverMiBps uint32
+	// CtEstablishedRelated matches ct state established,related.
+	CtEstablishedRelated bool
+	// SaddrSet and DaddrSet match the source and destination address against
+	// an AddrSet.
+	SaddrSet, DaddrSet string
+	// ConcatSet matches address . l4proto . destination port against an
+	// AddrProtoPortSet or AddrProtoPortExactSet, with the source address if ConcatSaddr, else the
+	// destination.
+	ConcatSet   string
+	ConcatSaddr bool
+	// LogLimitPerSecond, if set, logs at most so many packets per second with
+	// LogPrefix; such a rule has no verdict.
+	LogLimitPerSecond uint32
+	LogPrefix         string
+	Counter           bool
+	Verdict           Verdict
+	// SNATTo is the address to source-NAT to (Verdict NAT); Masquerade when empty.
+	SNATTo string
+}
+
+// Verdict of a rule.
+type Verdict int
+
+const (
+	// Continue lets the packet go on to the next rule.
+	Continue Verdict = iota
+	Accept
+	Drop
+	// SNAT source-NATs to Rule.SNATTo.
+	SNAT
+	// Masquerade source-NATs to the outgoing interface's address.
+	Masquerade
+)
+
+// Set returns the set with the given name, nil if there is none.
+func (rs *Ruleset) Set(name string) *Set {
+	for _, s := range rs.Sets {
+		if s.Name == name {
+			return s
+		}
+	}
+	return nil
+}

@@ -1,0 +1,13 @@
+package ruleset_test
+
+import (
+	"testing"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+)
+
+func TestRuleset(t *testing.T) {
+	RegisterFailHandler(Fail)
+	RunSpecs(t, "Firewall agent ruleset")
+}

@@ -1,0 +1,314 @@
+package agent_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	"github.com/onsi/gomega/gbytes"
+
+	"github.com/metal-firewall/gardener-extension-firewall/pkg/firewall/agent"
+	"github.com/metal-firewall/gardener-extension-firewall/pkg/firewall/nftables"
+	"github.com/metal-firewall/gardener-extension-firewall/pkg/firewall/ruleset"
+)
+
+// configYAML allows egress to the outside host on 8080 (v4 and v6) and ingress
+// from it to the node on 30080; extra is appended to the egress items.
+func configYAML(extraEgress string, fwExtra string) string {
+	return fmt.Sprintf(`name: fw-test
+sources:
+  static:
+    firewall:
+      internalPrefixes: ["10.0.1.0/24", "fd00:1::/64"]
+      egressRules: [{interface: ext0, ips: [%s]}]%s
+    cwnp:
+      egress:
+      - to: [{cidr: 203.0.113.0/24, except: [203.0.113.0/31]}, {cidr: 203.0.113.2/32}, {cidr: "2001:db8:1::/64"}]
+        ports: [{protocol: TCP, port: 8080}]
+%s      ingress:
+      - from: [{cidr: 203.0.113.0/24}, {cidr: "2001:db8:1::/64"}]
+        ports: [{protocol: TCP, port: 30080}]
+controllers:
+  firewall: {source: static}
+  cwnp:     {source: static}
+`, fwExtV4, fwExtra, extraEgress)
+}
+
+func writeConfig(path, content string) {
+	// Write and rename, as config management does, so a reader never sees half a file.
+	tmp := path + ".tmp"
+	ExpectWithOffset(1, os.WriteFile(tmp, []byte(content), 0o600)).To(Succeed())
+	ExpectWithOffset(1, os.Rename(tmp, path)).To(Succeed())
+}
+
+var _ = Describe("firewall agent in network namespaces", func() {
+	var (
+		t       *topology
+		cfgPath string
+		a       *agent.Agent
+		prog    *nftables.Programmer
+	)
+
+	BeforeEach(func() {
+		t = newTopology()
+		cfgPath = filepath.Join(GinkgoT().TempDir(), "config.yaml")
+		writeConfig(cfgPath, configYAML("", ""))
+		prog = nftables.NewProgrammer(t.fw.Path())
+		a = &agent.Agent{ConfigPath: cfgPath, Applier: prog, Log: slog.New(slog.NewTextHandler(GinkgoWriter, nil))}
+		for _, port := range []int{8080, 9090} {
+			serve(t.outside, "::", port)
+		}
+		for _, port := range []int{30080, 30081} {
+			serve(t.node, "::", port)
+		}
+	})
+
+	apply := func() nftables.Result {
+		res, err := a.ApplyOnce()
+		ExpectWithOffset(1, err).NotTo(HaveOccurred())
+		return res
+	}
+	listRuleset := func() string {
+		out, err := t.fw.Exec("nft", "list", "ruleset")
+		ExpectWithOffset(1, err).NotTo(HaveOccurred())
+		return out
+	}
+
+	It("allows what the policies allow and drops the rest, IPv4 and IPv6", func() {
+		By("forwarding everything before the agent runs")
+		expectAllowed(t.node, outsideV4, 9090)
+
+		Expect(apply().Mode).To(Equal(nftables.Full))
+
+		By("egress")
+		Expect(expectAllowed(t.node, outsideV4, 8080)).To(Equal(fwExtV4), "SNAT to the egress rule's IP")
+		expectDropped(t.node, outsideV4, 9090)
+		Expect(expectAllowed(t.node, outsideV6, 8080)).To(Equal(nodeV6), "no IPv6 address given: IPv6 is not translated")
+		expectDropped(t.node, outsideV6, 9090)
+
+		By("ingress")
+		Expect(expectAllowed(t.outside, nodeV4, 30080)).To(Equal(outsideV4))
+		expectDropped(t.outside, nodeV4, 30081)
+		expectAllowed(t.outside, nodeV6, 30080)
+		expectDropped(t.outside, nodeV6, 30081)
+
+		By("no allowance from the outside to the outside's own port 8080 of the node")
+		expectDropped(t.outside, nodeV4, 8080)
+
+		By("logging drops with the prefix")
+		Expect(listRuleset()).To(ContainSubstring(`log prefix "firewall-agent drop: "`))
+	})
+
+	It("honours except and 'no ports means all ports'", func() {
+		// 203.0.113.0/31 is excepted but 203.0.113.2 is allowed: serve on .3 too.
+		Expect(t.outside.IP("addr", "add", "203.0.113.3/24", "dev", "eth0")).To(Succeed())
+		writeConfig(cfgPath, configYAML("      - to: [{cidr: 203.0.113.3/32}]\n", ""))
+		apply()
+		expectAllowed(t.node, "203.0.113.3", 9090)
+		expectAllowed(t.node, outsideV4, 8080)
+		expectDropped(t.node, outsideV4, 9090)
+	})
+
+	It("leaves foreign tables alone, keeps the old rules on a bad config, and re-applies idempotently", func() {
+		_, err := t.fw.Exec("nft", "add table ip foreign; add chain ip foreign keep; add rule ip foreign keep counter")
+		Expect(err).NotTo(HaveOccurred())
+		apply()
+		Expect(listRuleset()).To(ContainSubstring("table ip foreign"))
+
+		before := listRuleset()
+		Expect(apply().Mode).To(Equal(nftables.Unchanged))
+		Expect(listRuleset()).To(Equal(before))
+
+		writeConfig(cfgPath, strings.Replace(configYAML("", ""), "port: 8080", "port: 80800", 1))
+		_, err = a.ApplyOnce()
+		Expect(err).To(MatchError(ContainSubstring(`sources.static.cwnp.egress[0].ports[0].port: Invalid value: 80800`)))
+		Expect(listRuleset()).To(Equal(before))
+		expectAllowed(t.node, outsideV4, 8080)
+		expectDropped(t.node, outsideV4, 9090)
+	})
+
+	It("keeps established connections and rule counters across rule changes", func() {
+		apply()
+		conn, err := dial(t.node, outsideV4, 8080, 2*time.Second)
+		Expect(err).NotTo(HaveOccurred())
+		r := bufio.NewReader(conn)
+		_, err = r.ReadString('\n')
+		Expect(err).NotTo(HaveOccurred())
+		echo := func(msg string) {
+			_ = conn.SetDeadline(time.Now().Add(2 * time.Second))
+			_, err := fmt.Fprintln(conn, msg)
+			ExpectWithOffset(1, err).NotTo(HaveOccurred())
+			line, err := r.ReadString('\n')
+			ExpectWithOffset(1, err).NotTo(HaveOccurred(), "the established connection must survive")
+			ExpectWithOffset(1, line).To(Equal(msg + "\n"))
+		}
+		echo("first")
+		counters, err := prog.RuleCounters(ruleset.TableName)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(sum(counters, "egress-v4-").Packets).To(BeNumerically(">=", 1))
+		Expect(counters["established"].Packets).To(BeNumerically(">=", 3))
+
+		By("removing the allowance: only set elements change")
+		writeConfig(cfgPath, strings.Replace(configYAML("", ""), "port: 8080", "port: 8081", 1))
+		res := apply()
+		Expect(res.Mode).To(Equal(nftables.Elements))
+		echo("after element update")
+		expectDropped(t.node, outsideV4, 8080)
+		after, err := prog.RuleCounters(ruleset.TableName)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(sum(after, "egress-v4-")).To(Equal(sum(counters, "egress-v4-")), "counters survive an element update")
+		Expect(after["established"].Packets).To(BeNumerically(">", counters["established"].Packets))
+
+		By("changing a rule: the table is replaced, the connection stays")
+		writeConfig(cfgPath, configYAML("", "\n      rateLimits: [{interface: ext0, rate: 50}]"))
+		Expect(apply().Mode).To(Equal(nftables.Full))
+		echo("after table replacement")
+	})
+
+	It("limits the rate of traffic arriving on an interface", func() {
+		if _, err := exec.LookPath("iperf3"); err != nil {
+			Fail("the rate limit test needs iperf3")
+		}
+		server := exec.Command("ip", "netns", "exec", t.outside.Name, "iperf3", "-s", "-p", "5201")
+		Expect(server.Start()).To(Succeed())
+		DeferCleanup(func() {
+			_ = server.Process.Kill()
+			_ = server.Wait()
+		})
+		allow5201 := "      - to: [{cidr: 203.0.113.2/32}]\n        ports: [{port: 5201}]\n"
+		receive := func() float64 {
+			var out string
+			Eventually(func() error {
+				var err error
+				out, err = t.node.Exec("iperf3", "-c", outsideV4, "-p", "5201", "-R", "-t", "2", "-J")
+				return err
+			}).WithTimeout(10 * time.Second).Should(Succeed())
+			var res struct {
+				End struct {
+					SumReceived struct {
+						BitsPerSecond float64 `json:"bits_per_second"`
+					} `json:"sum_received"`
+				} `json:"end"`
+			}
+			Expect(json.Unmarshal([]byte(out), &res)).To(Succeed())
+			return res.End.SumReceived.BitsPerSecond / 8 / (1 << 20)
+		}
+
+		writeConfig(cfgPath, configYAML(allow5201, ""))
+		apply()
+		unlimited := receive()
+		writeConfig(cfgPath, configYAML(allow5201, "\n      rateLimits: [{interface: ext0, rate: 2}]"))
+		apply()
+		limited := receive()
+		GinkgoWriter.Printf("outside -> node: %.1f MiB/s unlimited, %.1f MiB/s limited to 2 MiB/s\n", unlimited, limited)
+		Expect(unlimited).To(BeNumerically(">", 20))
+		Expect(limited).To(BeNumerically("<", 4), "about the limit (TCP and the limiter overshoot a little)")
+		counters, err := prog.RuleCounters(ruleset.TableName)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(counters["ratelimit:ext0"].Packets).To(BeNumerically(">", 0))
+	})
+
+	Context("the built binary", func() {
+		run := func(args ...string) (string, error) {
+			out, err := exec.Command("ip", append([]string{"netns", "exec", t.fw.Name, binary}, args...)...).CombinedOutput()
+			return string(out), err
+		}
+
+		It("prints its version and renders without changing anything", func() {
+			out, err := run("--version")
+			Expect(err).NotTo(HaveOccurred())
+			Expect(out).To(Equal("firewall-agent v0.0.0-test\n"))
+
+			out, err = run("render", "--config", cfgPath)
+			Expect(err).NotTo(HaveOccurred())
+			want, err := agent.Render(cfgPath)
+			Expect(err).NotTo(HaveOccurred())
+			Expect(out).To(Equal(want))
+			Expect(listRuleset()).To(BeEmpty())
+		})
+
+		It("applies once, and refuses a bad config with a clear error and no change", func() {
+			out, err := run("--config", cfgPath, "--once")
+			Expect(err).NotTo(HaveOccurred(), out)
+			Expect(out).To(ContainSubstring("mode=full"))
+			expectAllowed(t.node, outsideV4, 8080)
+			expectDropped(t.node, outsideV4, 9090)
+			before := listRuleset()
+
+			bad := filepath.Join(filepath.Dir(cfgPath), "bad.yaml")
+			writeConfig(bad, strings.Replace(configYAML("", ""), "203.0.113.0/24", "203.0.113/24", 1))
+			out, err = run("--config", bad, "--once")
+			Expect(err).To(HaveOccurred())
+			Expect(out).To(ContainSubstring(`sources.static.cwnp.egress[0].to[0].cidr: Invalid value: "203.0.113/24": invalid CIDR`))
+			Expect(listRuleset()).To(Equal(before))
+
+			writeConfig(bad, strings.NewReplacer("cwnp:     {source: static}", "cwnp:     {source: shoot}",
+				"  static:\n", "  shoot: {namespace: firewall}\n  static:\n").Replace(configYAML("", "")))
+			out, err = run("--config", bad, "--once")
+			Expect(err).To(HaveOccurred())
+			Expect(out).To(ContainSubstring("not implemented yet in this build"))
+		})
+
+		It("runs, re-applies on change and keeps the rules on a bad config", func() {
+			ctx, cancel := context.WithCancel(context.Background())
+			DeferCleanup(cancel)
+			logs := gbytes.NewBuffer()
+			cmd := exec.CommandContext(ctx, "ip", "netns", "exec", t.fw.Name, binary, "--config", cfgPath, "--poll-interval", "100ms")
+			cmd.Stdout, cmd.Stderr = logs, logs
+			Expect(cmd.Start()).To(Succeed())
+			DeferCleanup(func() {
+				_ = cmd.Process.Signal(os.Interrupt)
+				_ = cmd.Wait()
+			})
+			Eventually(logs.Contents).WithTimeout(10 * time.Second).Should(ContainSubstring("mode=full"))
+			expectDropped(t.node, outsideV4, 9090)
+
+			writeConfig(cfgPath, configYAML("      - to: [{cidr: 203.0.113.2/32}]\n        ports: [{port: 9090}]\n", ""))
+			Eventually(logs.Contents).WithTimeout(5 * time.Second).Should(ContainSubstring("mode=elements"))
+			expectAllowed(t.node, outsideV4, 9090)
+
+			before := listRuleset()
+			writeConfig(cfgPath, "sources: {static: {cwnp: {egress: [{to: [{cidr: nonsense}]}]}}}\n")
+			Eventually(logs.Contents).WithTimeout(5 * time.Second).Should(ContainSubstring("config changed but is invalid"))
+			Expect(string(logs.Contents())).To(ContainSubstring(`invalid CIDR`))
+			Consistently(func() string { return stripCounters(listRuleset()) }).WithTimeout(time.Second).Should(Equal(stripCounters(before)))
+			expectAllowed(t.node, outsideV4, 9090)
+			Expect(cmd.ProcessState).To(BeNil(), "the agent keeps running")
+		})
+	})
+})
+
+// stripCounters removes counter values, which traffic changes.
+func stripCounters(s string) string {
+	var b bytes.Buffer
+	for _, line := range strings.Split(s, "\n") {
+		if i := strings.Index(line, "counter packets"); i >= 0 {
+			line = line[:i] + "counter"
+		}
+		b.WriteString(line + "\n")
+	}
+	return b.String()
+}
+
+// sum adds up the counters of the rules whose ID starts with prefix, e.g. all
+// shards of the egress rule.
+func sum(counters map[string]nftables.Counter, prefix string) nftables.Counter {
+	var total nftables.Counter
+	for id, c := range counters {
+		if strings.HasPrefix(id, prefix) {
+			total.Packets += c.Packets
+			total.Bytes += c.Bytes
+		}
+	}
+	return total
+}

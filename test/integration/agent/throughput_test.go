@@ -1,0 +1,105 @@
+package agent_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/netip"
+	"os"
+	"os/exec"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	"k8s.io/utils/ptr"
+
+	fwv1alpha1 "github.com/metal-firewall/gardener-extension-firewall/pkg/apis/firewall/v1alpha1"
+	"github.com/metal-firewall/gardener-extension-firewall/pkg/firewall/nftables"
+	"github.com/metal-firewall/gardener-extension-firewall/pkg/firewall/ruleset"
+)
+
+// The throughput table runs with BENCH_TABLE=true (make bench): iperf3 from
+// the node through the firewall to the outside host, with no ruleset, and
+// with the agent's ruleset holding 10 and 20,000 policy items.
+var _ = Describe("forward throughput", Label("bench"), func() {
+	It("prints iperf3 figures", func() {
+		if os.Getenv("BENCH_TABLE") != "true" {
+			Skip("set BENCH_TABLE=true (make bench)")
+		}
+		_, err := exec.LookPath("iperf3")
+		Expect(err).NotTo(HaveOccurred())
+		t := newTopology()
+		server := exec.Command("ip", "netns", "exec", t.outside.Name, "iperf3", "-s", "-p", "5201")
+		Expect(server.Start()).To(Succeed())
+		DeferCleanup(func() {
+			_ = server.Process.Kill()
+			_ = server.Wait()
+		})
+		time.Sleep(500 * time.Millisecond)
+		serve(t.outside, "::", 5202)
+
+		prog := nftables.NewProgrammer(t.fw.Path())
+		fw := &fwv1alpha1.FirewallTrafficSpec{InternalPrefixes: []string{"10.0.1.0/24", "fd00:1::/64"}}
+		rows := [][]string{{"ruleset", "TCP throughput node -> outside (iperf3, 3 s)", "new connections/s (200 x dial)"}}
+		for _, n := range []int{-1, 10, 20000} {
+			name := "none (forwarding only)"
+			if n >= 0 {
+				name = fmt.Sprintf("agent, %d policy items", n)
+				rs, err := ruleset.Build(fw, []*fwv1alpha1.PolicySpec{items(n)})
+				Expect(err).NotTo(HaveOccurred())
+				_, err = prog.Apply(rs)
+				Expect(err).NotTo(HaveOccurred())
+			}
+			out, err := t.node.Exec("iperf3", "-c", outsideV4, "-p", "5201", "-t", "3", "-J")
+			Expect(err).NotTo(HaveOccurred())
+			var res struct {
+				End struct {
+					SumReceived struct {
+						BitsPerSecond float64 `json:"bits_per_second"`
+					} `json:"sum_received"`
+				} `json:"end"`
+			}
+			Expect(json.Unmarshal([]byte(out), &res)).To(Succeed())
+
+			start := time.Now()
+			for range 200 {
+				var c net.Conn
+				Expect(t.node.Do(func() error {
+					var err error
+					c, err = net.DialTimeout("tcp", net.JoinHostPort(outsideV4, "5202"), 2*time.Second)
+					return err
+				})).To(Succeed())
+				_ = c.Close()
+			}
+			perSec := 200 / time.Since(start).Seconds()
+			rows = append(rows, []string{name, fmt.Sprintf("%.2f Gbit/s", res.End.SumReceived.BitsPerSecond/1e9), fmt.Sprintf("%.0f", perSec)})
+		}
+		fmt.Printf("\nforward throughput through the firewall namespace (veth, this machine)\n\n")
+		for i, r := range rows {
+			fmt.Printf("| %s | %s | %s |\n", r[0], r[1], r[2])
+			if i == 0 {
+				fmt.Println("|---|---:|---:|")
+			}
+		}
+		fmt.Println()
+	})
+})
+
+// items returns n egress items, one /32 and one port each; item 0 allows
+// iperf3 (5201) and item 1 the dial test (5202) to the outside host.
+func items(n int) *fwv1alpha1.PolicySpec {
+	spec := &fwv1alpha1.PolicySpec{}
+	for i := range n {
+		cidr := outsideV4 + "/32"
+		port := int32(5201 + i)
+		if i > 1 {
+			u := uint32(100<<24|64<<16) + uint32(4*i)
+			cidr = netip.AddrFrom4([4]byte{byte(u >> 24), byte(u >> 16), byte(u >> 8), byte(u)}).String() + "/32"
+			port = int32(1000 + i%5000)
+		}
+		spec.Egress = append(spec.Egress, fwv1alpha1.EgressRule{
+			To: []fwv1alpha1.IPBlock{{CIDR: cidr}}, Ports: []fwv1alpha1.PolicyPort{{Protocol: "TCP", Port: ptr.To(port)}},
+		})
+	}
+	return spec
+}
