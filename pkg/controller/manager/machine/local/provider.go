@@ -230,15 +230,20 @@ func (p *Provider) network(ns, short string) error {
 }
 
 // startAgent runs the agent chrooted into the machine's root inside its
-// namespace, in its own session so it outlives the manager like a real
-// machine does.
+// network namespace, in its own session so it outlives the manager like a
+// real machine does.
 func (p *Provider) startAgent(rec *record) (int, error) {
 	logFile, err := os.OpenFile(filepath.Join(p.dir(rec.ID), "agent.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
 		return 0, err
 	}
 	defer func() { _ = logFile.Close() }()
-	cmd := exec.Command("ip", "netns", "exec", rec.NetNS, "chroot", p.root(rec.ID), agentInRoot, "--config", p.opts.AgentConfig)
+	// Its own UTS namespace gives the machine the Firewall's name as hostname,
+	// as on metal, where the agent's name defaults to the hostname. Every step
+	// execs, so the recorded PID ends up being the agent's.
+	cmd := exec.Command("ip", "netns", "exec", rec.NetNS, "unshare", "--uts", "--",
+		"sh", "-c", `hostname "$0" && exec chroot "$1" "$2" --config "$3"`,
+		rec.Name, p.root(rec.ID), agentInRoot, p.opts.AgentConfig)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	if err := cmd.Start(); err != nil {

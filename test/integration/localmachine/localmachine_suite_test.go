@@ -1,0 +1,35 @@
+package localmachine_test
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+
+	"github.com/metal-firewall/gardener-extension-firewall/test/netns"
+	"github.com/metal-firewall/gardener-extension-firewall/test/testenv"
+)
+
+func TestLocalMachine(t *testing.T) {
+	RegisterFailHandler(Fail)
+	RunSpecs(t, "Test Integration Local Machine Provider Suite")
+}
+
+// agentBinary is the real firewall-agent, built once for the suite.
+var agentBinary string
+
+var _ = BeforeSuite(func() {
+	if reason := netns.SkipReason(); reason != "" {
+		Skip(reason)
+	}
+	dir := GinkgoT().TempDir()
+	agentBinary = filepath.Join(dir, "firewall-agent")
+	cmd := exec.Command("go", "build", "-o", agentBinary, "./cmd/firewall-agent")
+	cmd.Dir = testenv.RepoRoot()
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	out, err := cmd.CombinedOutput()
+	Expect(err).NotTo(HaveOccurred(), string(out))
+})
