@@ -1,0 +1,137 @@
+// Package app holds the gardener-extension-firewall command.
+package app
+
+import (
+	"context"
+	"fmt"
+	"os"
+
+	"github.com/gardener/gardener/pkg/client/kubernetes"
+	gardenerhealthz "github.com/gardener/gardener/pkg/healthz"
+	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	firewallv1alpha1 "github.com/metal-firewall/gardener-extension-firewall/pkg/apis/firewall/v1alpha1"
+	"github.com/metal-firewall/gardener-extension-firewall/pkg/controller/csrapprover"
+	firewallcontroller "github.com/metal-firewall/gardener-extension-firewall/pkg/controller/firewall"
+	firewallmanager "github.com/metal-firewall/gardener-extension-firewall/pkg/controller/manager"
+	managerfirewall "github.com/metal-firewall/gardener-extension-firewall/pkg/controller/manager/firewall"
+	"github.com/metal-firewall/gardener-extension-firewall/pkg/controller/manager/machine/local"
+)
+
+// Version is set at build time with -ldflags -X .../app.Version=v1.2.3.
+var Version = "dev"
+
+// Main runs the command and returns the exit code.
+func Main() int {
+	if err := NewCommand().ExecuteContext(ctrl.SetupSignalHandler()); err != nil {
+		fmt.Fprintln(os.Stderr, "error:", err)
+		return 1
+	}
+	return 0
+}
+
+// NewCommand returns the command.
+func NewCommand() *cobra.Command {
+	opts := &Options{}
+	cmd := &cobra.Command{
+		Use:           "gardener-extension-firewall",
+		Short:         "Gardener extension for metal-stack firewalls and kube-apiserver ACLs",
+		Version:       Version,
+		Args:          cobra.NoArgs,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := opts.Validate(); err != nil {
+				return err
+			}
+			return run(cmd.Context(), opts)
+		},
+	}
+	cmd.SetVersionTemplate("gardener-extension-firewall {{.Version}}\n")
+	opts.AddFlags(cmd.Flags())
+	return cmd
+}
+
+// Scheme is the seed scheme plus the firewall API.
+func Scheme() (*runtime.Scheme, error) {
+	scheme := runtime.NewScheme()
+	if err := kubernetes.AddSeedSchemeToScheme(scheme); err != nil {
+		return nil, err
+	}
+	return scheme, firewallv1alpha1.AddToScheme(scheme)
+}
+
+func run(ctx context.Context, opts *Options) error {
+	ctrl.SetLogger(zap.New())
+	cfg, err := restConfig(opts.Kubeconfig)
+	if err != nil {
+		return err
+	}
+	caData, err := os.ReadFile(opts.SeedCAFile)
+	if err != nil {
+		return fmt.Errorf("--seed-ca-file: %w", err)
+	}
+	scheme, err := Scheme()
+	if err != nil {
+		return err
+	}
+	mgr, err := manager.New(cfg, manager.Options{
+		Scheme:                  scheme,
+		LeaderElection:          opts.LeaderElection,
+		LeaderElectionID:        "gardener-extension-firewall-leader-election",
+		LeaderElectionNamespace: opts.LeaderElectionNamespace,
+		Metrics:                 metricsserver.Options{BindAddress: opts.MetricsBindAddress},
+		HealthProbeBindAddress:  opts.HealthProbeBindAddress,
+	})
+	if err != nil {
+		return err
+	}
+	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
+		return err
+	}
+	if err := mgr.AddReadyzCheck("informer-sync", gardenerhealthz.NewCacheSyncHealthz(mgr.GetCache())); err != nil {
+		return err
+	}
+
+	provider, err := local.New(local.Options{
+		StateDir: opts.LocalStateDir, AgentPath: opts.LocalAgentPath,
+		InternalNetNS: opts.LocalInternalNS, ExternalNetNS: opts.LocalExternalNS,
+	})
+	if err != nil {
+		return err
+	}
+	if err := firewallmanager.AddToManager(mgr, firewallmanager.Options{
+		Provider:         provider,
+		ProgressDeadline: opts.ProgressDeadline,
+		HealthTimeout:    opts.HealthTimeout,
+		HeartbeatTimeout: opts.HeartbeatTimeout,
+		Bootstrap: &managerfirewall.Bootstrap{
+			Server: opts.SeedServer, CAData: caData, TokenValidity: opts.BootstrapValidity,
+			SecretNames: []string{firewallcontroller.ShootAccessSecretName},
+		},
+	}); err != nil {
+		return err
+	}
+	if err := (&csrapprover.Reconciler{MaxDuration: opts.CSRMaxDuration}).AddToManager(mgr); err != nil {
+		return err
+	}
+	if err := firewallcontroller.AddToManagerWithOptions(ctx, mgr, firewallcontroller.AddOptions{IgnoreOperationAnnotation: opts.IgnoreOperationAnnotation}); err != nil {
+		return err
+	}
+	return mgr.Start(ctx)
+}
+
+func restConfig(kubeconfig string) (*rest.Config, error) {
+	if kubeconfig == "" {
+		return ctrl.GetConfig()
+	}
+	return clientcmd.BuildConfigFromFlags("", kubeconfig)
+}

@@ -1,0 +1,80 @@
+package app
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/metal-firewall/gardener-extension-firewall/pkg/controller/csrapprover"
+	firewallmanager "github.com/metal-firewall/gardener-extension-firewall/pkg/controller/manager"
+)
+
+// Options are the command line flags.
+type Options struct {
+	Kubeconfig                string
+	LeaderElection            bool
+	LeaderElectionNamespace   string
+	MetricsBindAddress        string
+	HealthProbeBindAddress    string
+	IgnoreOperationAnnotation bool
+
+	// SeedServer and SeedCAFile tell agents how to reach this seed.
+	SeedServer string
+	SeedCAFile string
+
+	MachineProvider   string
+	LocalStateDir     string
+	LocalAgentPath    string
+	LocalInternalNS   string
+	LocalExternalNS   string
+	ProgressDeadline  time.Duration
+	HealthTimeout     time.Duration
+	HeartbeatTimeout  time.Duration
+	CSRMaxDuration    time.Duration
+	BootstrapValidity time.Duration
+}
+
+// AddFlags registers the flags; README.md documents each of them.
+func (o *Options) AddFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&o.Kubeconfig, "kubeconfig", "", "kubeconfig of the seed; in-cluster config when empty")
+	fs.BoolVar(&o.LeaderElection, "leader-election", true, "elect a leader among replicas")
+	fs.StringVar(&o.LeaderElectionNamespace, "leader-election-namespace", "", "namespace of the leader election lease (default: the pod's namespace)")
+	fs.StringVar(&o.MetricsBindAddress, "metrics-bind-address", ":8080", `address of the metrics endpoint, "0" to disable`)
+	fs.StringVar(&o.HealthProbeBindAddress, "health-bind-address", ":8081", `address of /healthz and /readyz, "0" to disable`)
+	fs.BoolVar(&o.IgnoreOperationAnnotation, "ignore-operation-annotation", false, "reconcile Extensions on every change, not only when gardenlet sets gardener.cloud/operation")
+	fs.StringVar(&o.SeedServer, "seed-server", "", "the seed kube-apiserver URL as firewalls reach it, written into their bootstrap kubeconfigs")
+	fs.StringVar(&o.SeedCAFile, "seed-ca-file", "", "PEM file of the CA that serves --seed-server")
+	fs.StringVar(&o.MachineProvider, "machine-provider", "local", "where firewall machines come from: local (network namespaces on this host, root)")
+	fs.StringVar(&o.LocalStateDir, "local-state-dir", "/var/lib/gardener-extension-firewall/local-machines", "local provider: folder of the machines")
+	fs.StringVar(&o.LocalAgentPath, "local-agent-path", "/usr/local/bin/firewall-agent", "local provider: the firewall-agent binary copied into each machine")
+	fs.StringVar(&o.LocalInternalNS, "local-internal-netns", "fw-internal", "local provider: network namespace behind the firewalls (the shoot's nodes)")
+	fs.StringVar(&o.LocalExternalNS, "local-external-netns", "fw-external", "local provider: network namespace in front of the firewalls (the internet)")
+	fs.DurationVar(&o.ProgressDeadline, "progress-deadline", firewallmanager.DefaultProgressDeadline, "how long a new FirewallSet may take to become Ready")
+	fs.DurationVar(&o.HealthTimeout, "health-timeout", firewallmanager.DefaultHealthTimeout, "how long a Firewall may take to become Ready before it counts as unhealthy")
+	fs.DurationVar(&o.HeartbeatTimeout, "heartbeat-timeout", firewallmanager.DefaultHeartbeatTimeout, "how old an agent's last report may be for its Firewall to count as connected")
+	fs.DurationVar(&o.CSRMaxDuration, "csr-max-duration", csrapprover.DefaultMaxDuration, "longest certificate validity an agent may ask for")
+	fs.DurationVar(&o.BootstrapValidity, "bootstrap-token-validity", time.Hour, "life of a firewall's bootstrap token (at most 1h)")
+}
+
+// Validate checks the flags before anything starts.
+func (o *Options) Validate() error {
+	var errs []error
+	if o.SeedServer == "" {
+		errs = append(errs, errors.New("--seed-server is required: agents need it to bootstrap"))
+	}
+	if o.SeedCAFile == "" {
+		errs = append(errs, errors.New("--seed-ca-file is required"))
+	} else if _, err := os.Stat(o.SeedCAFile); err != nil {
+		errs = append(errs, fmt.Errorf("--seed-ca-file: %w", err))
+	}
+	if o.MachineProvider != "local" {
+		errs = append(errs, fmt.Errorf("--machine-provider %q is not supported, only local", o.MachineProvider))
+	}
+	if o.BootstrapValidity <= 0 || o.BootstrapValidity > time.Hour {
+		errs = append(errs, fmt.Errorf("--bootstrap-token-validity %s must be within (0, 1h]", o.BootstrapValidity))
+	}
+	return errors.Join(errs...)
+}

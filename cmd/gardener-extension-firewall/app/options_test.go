@@ -1,0 +1,47 @@
+package app_test
+
+import (
+	"os"
+	"path/filepath"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	"github.com/spf13/pflag"
+
+	. "github.com/metal-firewall/gardener-extension-firewall/cmd/gardener-extension-firewall/app"
+)
+
+var _ = Describe("Options", func() {
+	parse := func(args ...string) *Options {
+		o := &Options{}
+		fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
+		o.AddFlags(fs)
+		Expect(fs.Parse(args)).To(Succeed())
+		return o
+	}
+
+	It("accepts a complete set of flags", func() {
+		ca := filepath.Join(GinkgoT().TempDir(), "ca.crt")
+		Expect(os.WriteFile(ca, []byte("pem"), 0o600)).To(Succeed())
+		Expect(parse("--seed-server=https://seed:443", "--seed-ca-file="+ca).Validate()).To(Succeed())
+	})
+
+	It("names every flag that is missing or wrong, all at once", func() {
+		err := parse("--machine-provider=metal", "--bootstrap-token-validity=2h").Validate()
+		Expect(err).To(MatchError(And(
+			ContainSubstring("--seed-server is required"),
+			ContainSubstring("--seed-ca-file is required"),
+			ContainSubstring(`--machine-provider "metal" is not supported`),
+			ContainSubstring("--bootstrap-token-validity 2h0m0s must be within (0, 1h]"),
+		)))
+	})
+
+	It("builds a scheme that knows the seed's and the firewall API's kinds", func() {
+		scheme, err := Scheme()
+		Expect(err).NotTo(HaveOccurred())
+		for _, kind := range []string{"Extension", "Cluster", "ManagedResource"} {
+			Expect(scheme.AllKnownTypes()).To(HaveKey(HaveField("Kind", kind)))
+		}
+		Expect(scheme.AllKnownTypes()).To(HaveKey(HaveField("Kind", "FirewallDeployment")))
+	})
+})
