@@ -133,6 +133,15 @@ var _ = Describe("Extension firewall", func() {
 		Expect(seedA.client.Create(ctx, ex)).To(Succeed())
 		Eventually(lastOperation(ctx, seedA, ex)).WithTimeout(time.Minute).Should(Equal("Create Succeeded"))
 		Eventually(beatAndCountReady(ctx, seedA, namespace)).WithTimeout(time.Minute).Should(HaveLen(1))
+		Eventually(func() gardencorev1beta1.ConditionStatus {
+			Expect(seedA.client.Get(ctx, client.ObjectKeyFromObject(ex), ex)).To(Succeed())
+			for _, c := range ex.Status.Conditions {
+				if c.Type == gardencorev1beta1.ShootSystemComponentsHealthy {
+					return c.Status
+				}
+			}
+			return ""
+		}).WithTimeout(time.Minute).Should(Equal(gardencorev1beta1.ConditionTrue), "the health check reports the Ready firewall")
 		fwA := firewalls(ctx, seedA, namespace)[0]
 		machineID := fwA.Status.MachineStatus.MachineID
 		Expect(provider.Created - createdBefore).To(Equal(1))
