@@ -65,4 +65,6 @@ type ExtensionStatus struct {
 	IngressNamespaces []string `json:"ingressNamespaces,omitempty"`
 	// Hosts are the kube-apiserver host names (SNI) the policy applies to.
 	Hosts []string `json:"hosts,omitempty"`
+	// Selectors are the ingress gateways' workload selectors per ingress namespace.
+	Selectors map[string]map[string]string `json:"selectors,omitempty"`
 }

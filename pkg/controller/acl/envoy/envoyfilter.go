@@ -3,6 +3,8 @@ package envoy
 import (
 	"fmt"
 
+	"google.golang.org/protobuf/proto"
+
 	istioapinetworkingv1alpha3 "istio.io/api/networking/v1alpha3"
 	istionetworkingv1alpha3 "istio.io/client-go/pkg/apis/networking/v1alpha3"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -16,7 +18,9 @@ const (
 )
 
 // ShootEnvoyFilterName is the name of the shoot's own EnvoyFilter in an ingress namespace.
-func ShootEnvoyFilterName(shootNamespace string) string { return ShootEnvoyFilterPrefix + shootNamespace }
+func ShootEnvoyFilterName(shootNamespace string) string {
+	return ShootEnvoyFilterPrefix + shootNamespace
+}
 
 // NetworkFilterPatches insert the shoot's network RBAC filter first into each of its TLS filter
 // chains, one per kube-apiserver host (SNI). The webhook uses the same patches.
@@ -116,4 +120,40 @@ func HTTPConnectEnvoyFilter(namespace string, selector map[string]string, shoots
 		Patch:   &istioapinetworkingv1alpha3.EnvoyFilter_Patch{Operation: istioapinetworkingv1alpha3.EnvoyFilter_Patch_ADD, Value: extValue},
 	})
 	return ef, nil
+}
+
+// IsInjected tells whether a config patch is one of this extension's network RBAC patches.
+func IsInjected(p *istioapinetworkingv1alpha3.EnvoyFilter_EnvoyConfigObjectPatch) bool {
+	if p == nil || p.ApplyTo != istioapinetworkingv1alpha3.EnvoyFilter_NETWORK_FILTER || p.Patch == nil || p.Patch.Value == nil {
+		return false
+	}
+	return p.Patch.Value.GetFields()["name"].GetStringValue() == NetworkFilterName
+}
+
+// StripInjected returns the patches without this extension's network RBAC patches.
+func StripInjected(patches []*istioapinetworkingv1alpha3.EnvoyFilter_EnvoyConfigObjectPatch) []*istioapinetworkingv1alpha3.EnvoyFilter_EnvoyConfigObjectPatch {
+	out := make([]*istioapinetworkingv1alpha3.EnvoyFilter_EnvoyConfigObjectPatch, 0, len(patches))
+	for _, p := range patches {
+		if !IsInjected(p) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// ContainsAll tells whether every wanted patch is among patches (compared as protos).
+func ContainsAll(patches, wanted []*istioapinetworkingv1alpha3.EnvoyFilter_EnvoyConfigObjectPatch) bool {
+	for _, w := range wanted {
+		found := false
+		for _, p := range patches {
+			if proto.Equal(p, w) {
+				found = true
+				break
+			}
+		}
+		if !found {
+			return false
+		}
+	}
+	return true
 }
