@@ -2,12 +2,19 @@ package acl
 
 import (
 	"context"
+	"strings"
 	"time"
 
+	extensionscontroller "github.com/gardener/gardener/extensions/pkg/controller"
 	"github.com/gardener/gardener/extensions/pkg/controller/extension"
 	extensionsv1alpha1 "github.com/gardener/gardener/pkg/apis/extensions/v1alpha1"
+	istionetworkingv1alpha3 "istio.io/client-go/pkg/apis/networking/v1alpha3"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 )
 
 // ControllerName is the name of the acl Extension controller.
@@ -52,7 +59,33 @@ func AddToManagerWithOptions(ctx context.Context, mgr manager.Manager, opts AddO
 		Resync:            resync,
 		Predicates:        extension.DefaultPredicates(ctx, mgr, opts.IgnoreOperationAnnotation),
 		Type:              Type,
+		WatchBuilder: extensionscontroller.NewWatchBuilder(func(c controller.Controller) error {
+			// When Gardener rewrites its per-shoot EnvoyFilter (and the webhook may have been
+			// down), reconcile the shoot at once so that its own EnvoyFilter comes back.
+			return c.Watch(source.Kind[client.Object](mgr.GetCache(), &istionetworkingv1alpha3.EnvoyFilter{},
+				handler.EnqueueRequestsFromMapFunc(gardenerEnvoyFilterToExtensions(mgr.GetClient()))))
+		}),
 	})
+}
+
+// gardenerEnvoyFilterToExtensions maps <shoot namespace>-istio-tls-termination to the shoot's acl Extensions.
+func gardenerEnvoyFilterToExtensions(c client.Reader) handler.MapFunc {
+	return func(ctx context.Context, obj client.Object) []reconcile.Request {
+		if !strings.HasSuffix(obj.GetName(), GardenerTLSTerminationSuffix) {
+			return nil
+		}
+		list := &extensionsv1alpha1.ExtensionList{}
+		if err := c.List(ctx, list, client.InNamespace(strings.TrimSuffix(obj.GetName(), GardenerTLSTerminationSuffix))); err != nil {
+			return nil
+		}
+		var out []reconcile.Request
+		for _, ex := range list.Items {
+			if ex.Spec.Type == Type {
+				out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&ex)})
+			}
+		}
+		return out
+	}
 }
 
 // AddToManager adds the controller with DefaultAddOptions.
