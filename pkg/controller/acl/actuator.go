@@ -199,6 +199,9 @@ func (a *actuator) cleanup(ctx context.Context, log logr.Logger, ex *extensionsv
 			return err
 		}
 	}
+	if err := a.deleteManagedResourceSecrets(ctx, ex.Namespace, ManagedResourceName); err != nil {
+		return err
+	}
 	namespaces, err := a.knownIngressNamespaces(ctx, ex)
 	if err != nil {
 		return err
@@ -424,6 +427,9 @@ func (a *actuator) reconcileShared(ctx context.Context, self *extensionsv1alpha1
 			if err := managedresources.DeleteForSeed(ctx, a.client, ns, SharedManagedResourceName); err != nil {
 				return err
 			}
+			if err := a.deleteManagedResourceSecrets(ctx, ns, SharedManagedResourceName); err != nil {
+				return err
+			}
 			continue
 		}
 		sort.Slice(shoots, func(i, j int) bool { return shoots[i].Namespace < shoots[j].Namespace })
@@ -438,6 +444,25 @@ func (a *actuator) reconcileShared(ctx context.Context, self *extensionsv1alpha1
 		}
 		if err := managedresources.CreateForSeed(ctx, a.client, ns, SharedManagedResourceName, false, data); err != nil {
 			return fmt.Errorf("deploying the shared EnvoyFilter in %s: %w", ns, err)
+		}
+	}
+	return nil
+}
+
+// deleteManagedResourceSecrets deletes the immutable data Secrets of a deleted ManagedResource
+// (managedresource-<name>-<hash>). gardener-resource-manager's garbage collector would remove
+// them too, later; the extension leaves nothing behind in namespaces it shares with others.
+func (a *actuator) deleteManagedResourceSecrets(ctx context.Context, namespace, name string) error {
+	secrets := &corev1.SecretList{}
+	if err := a.client.List(ctx, secrets, client.InNamespace(namespace)); err != nil {
+		return err
+	}
+	for i := range secrets.Items {
+		s := &secrets.Items[i]
+		if strings.HasPrefix(s.Name, managedresources.SecretPrefix+name+"-") {
+			if err := client.IgnoreNotFound(a.client.Delete(ctx, s)); err != nil {
+				return err
+			}
 		}
 	}
 	return nil
