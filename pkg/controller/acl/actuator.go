@@ -206,6 +206,16 @@ func (a *actuator) cleanup(ctx context.Context, log logr.Logger, ex *extensionsv
 	if err != nil {
 		return err
 	}
+	// Without a providerStatus the Extension counts for nobody: not for the shared filter that
+	// other shoots rebuild, not for the webhook. After Migrate the object stays until gardenlet
+	// deletes it.
+	if ex.Status.ProviderStatus != nil {
+		patch := client.MergeFrom(ex.DeepCopy())
+		ex.Status.ProviderStatus = nil
+		if err := a.client.Status().Patch(ctx, ex, patch); err != nil {
+			return fmt.Errorf("clearing the status: %w", err)
+		}
+	}
 	for _, ns := range namespaces {
 		if err := a.stripInjection(ctx, log, ns, ex.Namespace); err != nil {
 			return err

@@ -16,6 +16,7 @@ import (
 	istioapinetworkingv1beta1 "istio.io/api/networking/v1beta1"
 	istionetworkingv1alpha3 "istio.io/client-go/pkg/apis/networking/v1alpha3"
 	istionetworkingv1beta1 "istio.io/client-go/pkg/apis/networking/v1beta1"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -26,17 +27,20 @@ import (
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/apis/acl/v1alpha1"
 	aclcontroller "github.com/metal-firewall/gardener-extension-firewall/pkg/controller/acl"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/controller/acl/envoy"
+	aclwebhook "github.com/metal-firewall/gardener-extension-firewall/pkg/webhook/acl"
 )
 
 const (
 	shootNamespace   = "shoot--acl--a"
 	ingressNamespace = "istio-ingress"
 	gardenerFilter   = shootNamespace + "-istio-tls-termination"
+	zonalNamespace   = "istio-ingress--zone-a"
 	timeout          = 30 * time.Second
 )
 
 var (
 	gatewayLabels = map[string]string{"app": "istio-ingressgateway", "istio": "ingressgateway"}
+	zonalLabels   = map[string]string{"app": "istio-ingressgateway", "istio": "ingressgateway--zone--a"}
 	apiHosts      = []string{"api.a.acl.example.com", "api.a.acl.internal.example.com"}
 	// every CIDR that must be allowed besides the rule's: seed nodes and pods, shoot nodes (spec
 	// and status, IPv4 and IPv6), shoot egress (status and Infrastructure), the operator's.
@@ -121,6 +125,46 @@ func gardenersEnvoyFilter(name string) *istionetworkingv1alpha3.EnvoyFilter {
 	return ef
 }
 
+// createShoot creates what Gardener has for a shoot in the seed: namespace, Cluster (Shoot and Seed
+// in raw JSON), Infrastructure with egress CIDRs and the kube-apiserver Gateway.
+func createShoot(namespace string, hosts []string, selector map[string]string) {
+	Expect(testClient.Create(ctx(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace, Labels: map[string]string{"gardener.cloud/role": "shoot"}}})).To(Succeed())
+
+	seedJSON := `{"apiVersion":"core.gardener.cloud/v1beta1","kind":"Seed","metadata":{"name":"seed"},"spec":{"networks":{"nodes":"10.1.0.0/16","pods":"10.2.0.0/16","services":"10.3.0.0/16"}}}`
+	shootJSON := `{"apiVersion":"core.gardener.cloud/v1beta1","kind":"Shoot","metadata":{"name":"a","namespace":"garden-acl"},
+		"spec":{"networking":{"nodes":"10.250.0.0/16"}},
+		"status":{"networking":{"nodes":["10.250.0.0/16","2001:db8:250::/64"],"egressCIDRs":["203.0.113.7/32"]}}}`
+	Expect(testClient.Create(ctx(), &extensionsv1alpha1.Cluster{
+		ObjectMeta: metav1.ObjectMeta{Name: namespace},
+		Spec: extensionsv1alpha1.ClusterSpec{
+			CloudProfile: runtime.RawExtension{Raw: []byte(`{"apiVersion":"core.gardener.cloud/v1beta1","kind":"CloudProfile","metadata":{"name":"local"}}`)},
+			Seed:         &runtime.RawExtension{Raw: []byte(seedJSON)},
+			Shoot:        runtime.RawExtension{Raw: []byte(shootJSON)},
+		},
+	})).To(Succeed())
+
+	infra := &extensionsv1alpha1.Infrastructure{
+		ObjectMeta: metav1.ObjectMeta{Name: "infra", Namespace: namespace},
+		Spec: extensionsv1alpha1.InfrastructureSpec{
+			DefaultSpec: extensionsv1alpha1.DefaultSpec{Type: "local"},
+			Region:      "local",
+			SecretRef:   corev1.SecretReference{Name: "cloudprovider", Namespace: namespace},
+		},
+	}
+	Expect(testClient.Create(ctx(), infra)).To(Succeed())
+	infra.Status.EgressCIDRs = []string{"198.51.100.0/30"}
+	Expect(testClient.Status().Update(ctx(), infra)).To(Succeed())
+
+	gw := &istionetworkingv1beta1.Gateway{ObjectMeta: metav1.ObjectMeta{Name: "kube-apiserver", Namespace: namespace}}
+	gw.Spec.Selector = selector
+	gw.Spec.Servers = []*istioapinetworkingv1beta1.Server{{
+		Port:  &istioapinetworkingv1beta1.Port{Number: 443, Name: "tls", Protocol: "TLS"},
+		Hosts: hosts,
+		Tls:   &istioapinetworkingv1beta1.ServerTLSSettings{Mode: istioapinetworkingv1beta1.ServerTLSSettings_PASSTHROUGH},
+	}}
+	Expect(testClient.Create(ctx(), gw)).To(Succeed())
+}
+
 var _ = Describe("Extension acl", Ordered, func() {
 	var ex *extensionsv1alpha1.Extension
 
@@ -135,41 +179,7 @@ var _ = Describe("Extension acl", Ordered, func() {
 				{Name: "http-connect", Port: 8443, TargetPort: intstr.FromInt32(8443)},
 			}},
 		})).To(Succeed())
-		Expect(testClient.Create(ctx(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: shootNamespace, Labels: map[string]string{"gardener.cloud/role": "shoot"}}})).To(Succeed())
-
-		seedJSON := `{"apiVersion":"core.gardener.cloud/v1beta1","kind":"Seed","metadata":{"name":"seed"},"spec":{"networks":{"nodes":"10.1.0.0/16","pods":"10.2.0.0/16","services":"10.3.0.0/16"}}}`
-		shootJSON := `{"apiVersion":"core.gardener.cloud/v1beta1","kind":"Shoot","metadata":{"name":"a","namespace":"garden-acl"},
-			"spec":{"networking":{"nodes":"10.250.0.0/16"}},
-			"status":{"networking":{"nodes":["10.250.0.0/16","2001:db8:250::/64"],"egressCIDRs":["203.0.113.7/32"]}}}`
-		Expect(testClient.Create(ctx(), &extensionsv1alpha1.Cluster{
-			ObjectMeta: metav1.ObjectMeta{Name: shootNamespace},
-			Spec: extensionsv1alpha1.ClusterSpec{
-				CloudProfile: runtime.RawExtension{Raw: []byte(`{"apiVersion":"core.gardener.cloud/v1beta1","kind":"CloudProfile","metadata":{"name":"local"}}`)},
-				Seed:         &runtime.RawExtension{Raw: []byte(seedJSON)},
-				Shoot:        runtime.RawExtension{Raw: []byte(shootJSON)},
-			},
-		})).To(Succeed())
-
-		infra := &extensionsv1alpha1.Infrastructure{
-			ObjectMeta: metav1.ObjectMeta{Name: "a", Namespace: shootNamespace},
-			Spec: extensionsv1alpha1.InfrastructureSpec{
-				DefaultSpec: extensionsv1alpha1.DefaultSpec{Type: "local"},
-				Region:      "local",
-				SecretRef:   corev1.SecretReference{Name: "cloudprovider", Namespace: shootNamespace},
-			},
-		}
-		Expect(testClient.Create(ctx(), infra)).To(Succeed())
-		infra.Status.EgressCIDRs = []string{"198.51.100.0/30"}
-		Expect(testClient.Status().Update(ctx(), infra)).To(Succeed())
-
-		gw := &istionetworkingv1beta1.Gateway{ObjectMeta: metav1.ObjectMeta{Name: "kube-apiserver", Namespace: shootNamespace}}
-		gw.Spec.Selector = gatewayLabels
-		gw.Spec.Servers = []*istioapinetworkingv1beta1.Server{{
-			Port:  &istioapinetworkingv1beta1.Port{Number: 443, Name: "tls", Protocol: "TLS"},
-			Hosts: apiHosts,
-			Tls:   &istioapinetworkingv1beta1.ServerTLSSettings{Mode: istioapinetworkingv1beta1.ServerTLSSettings_PASSTHROUGH},
-		}}
-		Expect(testClient.Create(ctx(), gw)).To(Succeed())
+		createShoot(shootNamespace, apiHosts, gatewayLabels)
 	})
 
 	It("deploys the shoot's EnvoyFilter and the shared HTTP-CONNECT filter with the rule's and the always-allowed CIDRs", func() {
@@ -296,6 +306,101 @@ var _ = Describe("Extension acl", Ordered, func() {
 			g.Expect(err).NotTo(HaveOccurred())
 			g.Expect(toJSON(shared)).To(ContainSubstring(`"address_prefix":"5.6.7.0"`))
 			g.Expect(toJSON(shared)).NotTo(ContainSubstring(`"address_prefix":"1.2.3.0"`))
+		}).WithTimeout(timeout).Should(Succeed())
+	})
+
+	It("keeps one shared HTTP-CONNECT filter per ingress namespace whatever the number of shoots, and serves zonal gateways", func() {
+		Expect(testClient.Create(ctx(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: zonalNamespace, Labels: map[string]string{"gardener.cloud/role": "istio-ingress"}}})).To(Succeed())
+		Expect(testClient.Create(ctx(), &corev1.Service{
+			ObjectMeta: metav1.ObjectMeta{Name: "istio-ingressgateway", Namespace: zonalNamespace, Labels: zonalLabels},
+			Spec:       corev1.ServiceSpec{Selector: zonalLabels, Ports: []corev1.ServicePort{{Name: "https", Port: 443, TargetPort: intstr.FromInt32(9443)}}},
+		})).To(Succeed())
+		createShoot("shoot--acl--b", []string{"api.b.acl.example.com"}, gatewayLabels)
+		createShoot("shoot--acl--c", []string{"api.c.acl.example.com"}, zonalLabels)
+		for ns, cfg := range map[string]*runtime.RawExtension{"shoot--acl--b": rule("DENY", "192.0.2.128/25", "10.250.7.0/24"), "shoot--acl--c": rule("ALLOW", "9.9.9.0/24")} {
+			Expect(testClient.Create(ctx(), &extensionsv1alpha1.Extension{
+				ObjectMeta: metav1.ObjectMeta{Name: "acl", Namespace: ns},
+				Spec:       extensionsv1alpha1.ExtensionSpec{DefaultSpec: extensionsv1alpha1.DefaultSpec{Type: aclcontroller.Type, ProviderConfig: cfg}},
+			})).To(Succeed())
+		}
+		for _, ns := range []string{"shoot--acl--b", "shoot--acl--c"} {
+			Eventually(func(g Gomega) {
+				other := &extensionsv1alpha1.Extension{}
+				g.Expect(testClient.Get(ctx(), client.ObjectKey{Namespace: ns, Name: "acl"}, other)).To(Succeed())
+				g.Expect(other.Status.LastOperation).NotTo(BeNil())
+				g.Expect(other.Status.LastOperation.State).To(Equal(v1beta1.LastOperationStateSucceeded))
+			}).WithTimeout(timeout).Should(Succeed())
+		}
+
+		By("Denying only what is not always allowed for a DENY rule")
+		b := &extensionsv1alpha1.Extension{}
+		Expect(testClient.Get(ctx(), client.ObjectKey{Namespace: "shoot--acl--b", Name: "acl"}, b)).To(Succeed())
+		Expect(providerStatus(b).DeniedCIDRs).To(ConsistOf("192.0.2.128/25"))
+
+		By("Serving the zonal shoot from the zonal ingress namespace only")
+		c := &extensionsv1alpha1.Extension{}
+		Expect(testClient.Get(ctx(), client.ObjectKey{Namespace: "shoot--acl--c", Name: "acl"}, c)).To(Succeed())
+		Expect(providerStatus(c).IngressNamespaces).To(ConsistOf(zonalNamespace))
+		objs, err := managedResourceObjects("shoot--acl--c", aclcontroller.ManagedResourceName)
+		Expect(err).NotTo(HaveOccurred())
+		ef := envoyFilterNamed(objs, zonalNamespace, "acl-shoot--acl--c")
+		Expect(ef).NotTo(BeNil())
+		Expect(ef.Spec.WorkloadSelector.GetLabels()).To(Equal(zonalLabels))
+
+		Eventually(func(g Gomega) {
+			shared, err := managedResourceObjects(ingressNamespace, aclcontroller.SharedManagedResourceName)
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(shared).To(HaveLen(1))
+			content := toJSON(shared)
+			g.Expect(content).To(ContainSubstring(".shoot--acl--a.svc.cluster.local"))
+			g.Expect(content).To(ContainSubstring(".shoot--acl--b.svc.cluster.local"))
+			g.Expect(content).NotTo(ContainSubstring("shoot--acl--c"))
+			zonal, err := managedResourceObjects(zonalNamespace, aclcontroller.SharedManagedResourceName)
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(zonal).To(HaveLen(1))
+			g.Expect(toJSON(zonal)).To(ContainSubstring(".shoot--acl--c.svc.cluster.local"))
+			g.Expect(toJSON(zonal)).NotTo(ContainSubstring("shoot--acl--a"))
+		}).WithTimeout(timeout).Should(Succeed())
+	})
+
+	It("removes a migrated shoot's enforcement from this seed", func() {
+		b := &extensionsv1alpha1.Extension{}
+		Expect(testClient.Get(ctx(), client.ObjectKey{Namespace: "shoot--acl--b", Name: "acl"}, b)).To(Succeed())
+		patch := client.MergeFrom(b.DeepCopy())
+		metav1.SetMetaDataAnnotation(&b.ObjectMeta, "gardener.cloud/operation", "migrate")
+		// The test manager ignores the operation annotation and reacts to generation changes only,
+		// so the spec changes too (same rule, other order).
+		b.Spec.ProviderConfig = rule("DENY", "10.250.7.0/24", "192.0.2.128/25")
+		Expect(testClient.Patch(ctx(), b, patch)).To(Succeed())
+
+		Eventually(func(g Gomega) {
+			g.Expect(testClient.Get(ctx(), client.ObjectKeyFromObject(b), b)).To(Succeed())
+			g.Expect(b.Status.LastOperation.Type).To(Equal(v1beta1.LastOperationTypeMigrate))
+			g.Expect(b.Status.LastOperation.State).To(Equal(v1beta1.LastOperationStateSucceeded))
+			g.Expect(b.Finalizers).To(BeEmpty())
+		}).WithTimeout(timeout).Should(Succeed())
+		Expect(testClient.Get(ctx(), client.ObjectKey{Namespace: "shoot--acl--b", Name: aclcontroller.ManagedResourceName}, &resourcesv1alpha1.ManagedResource{})).To(Satisfy(apierrors.IsNotFound))
+		shared, err := managedResourceObjects(ingressNamespace, aclcontroller.SharedManagedResourceName)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(toJSON(shared)).NotTo(ContainSubstring("shoot--acl--b"))
+		Expect(toJSON(shared)).To(ContainSubstring(".shoot--acl--a.svc.cluster.local"))
+	})
+
+	It("puts the shoot's own EnvoyFilter back when Gardener rewrites its EnvoyFilter while the webhook is down", func() {
+		Expect(testClient.Delete(ctx(), &admissionregistrationv1.MutatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: aclwebhook.Name}})).To(Succeed())
+
+		ef := &istionetworkingv1alpha3.EnvoyFilter{}
+		Expect(testClient.Get(ctx(), client.ObjectKey{Namespace: ingressNamespace, Name: gardenerFilter}, ef)).To(Succeed())
+		ef.Spec.ConfigPatches = gardenersEnvoyFilter(gardenerFilter).Spec.ConfigPatches
+		Expect(testClient.Update(ctx(), ef)).To(Succeed())
+		Expect(injectedPatches(ef)).To(BeZero())
+
+		Eventually(func(g Gomega) {
+			objs, err := managedResourceObjects(shootNamespace, aclcontroller.ManagedResourceName)
+			g.Expect(err).NotTo(HaveOccurred())
+			own := envoyFilterNamed(objs, ingressNamespace, "acl-"+shootNamespace)
+			g.Expect(own).NotTo(BeNil())
+			g.Expect(toJSON(own)).To(ContainSubstring(`"address_prefix":"5.6.7.0"`))
 		}).WithTimeout(timeout).Should(Succeed())
 	})
 
