@@ -21,6 +21,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	extensionscontroller "github.com/gardener/gardener/extensions/pkg/controller"
@@ -70,12 +71,18 @@ type Config struct {
 
 type actuator struct {
 	client client.Client
+	// reader reads around the cache: the shared filter must see every status written before.
+	reader client.Reader
 	config Config
 	always []netip.Prefix
+	// sharedMu serialises the rebuilds of the shared filters within this process, so that the last
+	// rebuild sees every shoot's status (each shoot writes its status before it rebuilds).
+	sharedMu sync.Mutex
 }
 
-// NewActuator returns the actuator of the acl extension.
-func NewActuator(c client.Client, cfg Config) (extension.Actuator, error) {
+// NewActuator returns the actuator of the acl extension. reader should be uncached (the manager's
+// API reader); the shared HTTP-CONNECT filter is rebuilt from what it lists.
+func NewActuator(c client.Client, reader client.Reader, cfg Config) (extension.Actuator, error) {
 	var always []netip.Prefix
 	for _, s := range cfg.AlwaysAllowedCIDRs {
 		p, err := validation.ParseCIDR(s)
@@ -84,7 +91,7 @@ func NewActuator(c client.Client, cfg Config) (extension.Actuator, error) {
 		}
 		always = append(always, p)
 	}
-	return &actuator{client: c, config: cfg, always: always}, nil
+	return &actuator{client: c, reader: reader, config: cfg, always: always}, nil
 }
 
 // ingress is one Istio ingress namespace that serves the shoot's kube-apiserver.
@@ -311,7 +318,12 @@ func (a *actuator) ingresses(ctx context.Context, namespace string) ([]ingress, 
 		}
 		var hosts []string
 		for _, s := range gw.Spec.Servers {
-			hosts = append(hosts, s.Hosts...)
+			for _, h := range s.Hosts {
+				// A wildcard filter chain may be shared with other shoots: never restrict it.
+				if !strings.Contains(h, "*") {
+					hosts = append(hosts, h)
+				}
+			}
 		}
 		services := &corev1.ServiceList{}
 		if err := a.client.List(ctx, services, client.MatchingLabels(gw.Spec.Selector)); err != nil {
@@ -403,8 +415,10 @@ func (a *actuator) reconcileShared(ctx context.Context, self *extensionsv1alpha1
 	if len(namespaces) == 0 {
 		return nil
 	}
+	a.sharedMu.Lock()
+	defer a.sharedMu.Unlock()
 	all := &extensionsv1alpha1.ExtensionList{}
-	if err := a.client.List(ctx, all); err != nil {
+	if err := a.reader.List(ctx, all); err != nil {
 		return fmt.Errorf("listing Extensions: %w", err)
 	}
 	selectors := map[string]map[string]string{}

@@ -42,7 +42,7 @@ var DefaultAddOptions = AddOptions{Controller: controller.Options{MaxConcurrentR
 // AddToManagerWithOptions adds the acl Extension controller (Gardener's generic Extension
 // reconciler with this package's actuator) to the manager.
 func AddToManagerWithOptions(ctx context.Context, mgr manager.Manager, opts AddOptions) error {
-	actuator, err := NewActuator(mgr.GetClient(), opts.Config)
+	actuator, err := NewActuator(mgr.GetClient(), mgr.GetAPIReader(), opts.Config)
 	if err != nil {
 		return err
 	}
