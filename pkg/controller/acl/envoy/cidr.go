@@ -17,18 +17,17 @@ func Merge(lists ...[]netip.Prefix) []netip.Prefix {
 		}
 	}
 	all = validation.SortPrefixes(all)
+	// Sorted by address and then length, a prefix covered by another comes right after the
+	// last prefix kept, which then covers it: one pass suffices.
 	var out []netip.Prefix
 	for _, p := range all {
-		covered := false
-		for _, q := range all {
-			if q != p && q.Bits() <= p.Bits() && q.Contains(p.Addr()) {
-				covered = true
-				break
+		if n := len(out); n > 0 {
+			last := out[n-1]
+			if last.Addr().Is4() == p.Addr().Is4() && last.Bits() <= p.Bits() && last.Contains(p.Addr()) {
+				continue
 			}
 		}
-		if !covered {
-			out = append(out, p)
-		}
+		out = append(out, p)
 	}
 	return out
 }

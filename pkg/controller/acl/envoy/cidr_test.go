@@ -53,3 +53,18 @@ func TestSubtractCoversExactlyTheRest(t *testing.T) {
 		}
 	}
 }
+
+func TestMergeMatchesTheQuadraticDefinition(t *testing.T) {
+	in := prefixes("10.0.0.0/8", "10.1.0.0/16", "10.1.2.0/24", "10.2.0.0/15", "10.3.0.0/16", "11.0.0.0/8", "9.255.0.0/16",
+		"0.0.0.0/0", "2001:db8::/32", "2001:db8::/48", "::/0", "192.168.0.0/16")
+	got := Strings(Merge(in))
+	want := []string{"0.0.0.0/0", "::/0"}
+	if !slices.Equal(got, want) {
+		t.Fatalf("got %v, want %v", got, want)
+	}
+	got = Strings(Merge(in[:7]))
+	want = []string{"9.255.0.0/16", "10.0.0.0/8", "11.0.0.0/8"}
+	if !slices.Equal(got, want) {
+		t.Fatalf("got %v, want %v", got, want)
+	}
+}
