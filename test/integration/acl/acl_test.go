@@ -233,7 +233,7 @@ var _ = Describe("Extension acl", Ordered, func() {
 		Expect(shared).To(HaveLen(1))
 		sharedJSON := toJSON(shared[0])
 		for _, want := range []string{"EXTENSION_CONFIG", "config_discovery", "envoy.extensions.filters.http.rbac.v3.RBAC", "X-Gardener-Destination",
-			"." + shootNamespace + ".svc.cluster.local", `"address_prefix":"1.2.3.0"`, `"address_prefix":"192.0.2.0"`, "not_id"} {
+			"." + shootNamespace + ".svc.cluster.local", `"address_prefix":"1.2.3.0"`, `"address_prefix":"192.0.2.0"`, "envoy.matching.custom_matchers.trie_matcher", "HttpRequestHeaderMatchInput"} {
 			Expect(sharedJSON).To(ContainSubstring(want))
 		}
 	})

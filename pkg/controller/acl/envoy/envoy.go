@@ -129,9 +129,65 @@ func NetworkRBAC(s ShootPolicy) (*netrbacv3.RBAC, error) {
 	return cfg, nil
 }
 
-// destinationPermission matches CONNECT requests whose destination header names the shoot:
-// outbound|443||kube-apiserver.<ns>.svc.cluster.local, outbound|1194||vpn-seed-server(-N).<ns>.svc.cluster.local
-// and <ns>--kube-apiserver-socket.
+// MatcherBudgetBytes bounds the size of the matcher-tree form of the shared HTTP-CONNECT config.
+// The tree repeats a shoot's CIDRs for each of its destinations, and the whole config is one
+// ECDS resource inside one EnvoyFilter (and one ManagedResource Secret, at most 1 MiB).
+// Beyond the budget the compact policy-list form is used.
+const MatcherBudgetBytes = 512 << 10
+
+// HTTPConnectRBAC is the shared HTTP RBAC config of the HTTP-CONNECT listeners. Requests for
+// shoots without ACL pass. It decides with a matcher tree (HTTPConnectMatcher): one map lookup on
+// the destination header and one IP trie lookup per request, whatever the number of shoots. If
+// that form exceeds MatcherBudgetBytes, it falls back to one DENY policy per shoot ("destination
+// is this shoot and the client is not allowed"), 8-16 times smaller but evaluated shoot by shoot
+// (a few header comparisons each, the CIDRs only for the shoot addressed).
+func HTTPConnectRBAC(shoots []ShootPolicy) (*httprbacv3.RBAC, error) {
+	cfg := &httprbacv3.RBAC{RulesStatPrefix: "acl_http_connect."}
+	restricted := false
+	for _, s := range shoots {
+		restricted = restricted || s.Restricts()
+	}
+	if restricted {
+		m, err := HTTPConnectMatcher(shoots)
+		if err != nil {
+			return nil, err
+		}
+		if proto.Size(m) <= MatcherBudgetBytes {
+			cfg.Matcher = m
+		} else {
+			cfg.Rules = httpConnectPolicies(shoots)
+		}
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("HTTP RBAC for the HTTP-CONNECT listeners: %w", err)
+	}
+	return cfg, nil
+}
+
+// httpConnectPolicies is the compact form: one DENY policy per restricted shoot.
+func httpConnectPolicies(shoots []ShootPolicy) *rbacv3.RBAC {
+	policies := map[string]*rbacv3.Policy{}
+	for _, s := range shoots {
+		if !s.Restricts() {
+			continue
+		}
+		var principal *rbacv3.Principal
+		if s.Action == v1alpha1.ActionDeny {
+			principal = orIDs(ipPrincipals(s.Type, s.Denied))
+		} else {
+			principal = &rbacv3.Principal{Identifier: &rbacv3.Principal_NotId{NotId: orIDs(ipPrincipals(s.Type, s.Allowed))}}
+		}
+		// Permissions are evaluated before principals: a request for another shoot costs a few
+		// header comparisons here, never the CIDR list.
+		policies[s.Namespace] = &rbacv3.Policy{
+			Permissions: []*rbacv3.Permission{destinationPermission(s.Namespace)},
+			Principals:  []*rbacv3.Principal{principal},
+		}
+	}
+	return &rbacv3.RBAC{Action: rbacv3.RBAC_DENY, Policies: policies}
+}
+
+// destinationPermission matches requests whose destination header names one of the shoot's Destinations.
 func destinationPermission(namespace string) *rbacv3.Permission {
 	var rules []*rbacv3.Permission
 	for _, h := range []string{DestinationHeader, LegacyDestinationHeader} {
@@ -147,36 +203,6 @@ func headerPermission(name string, m *matcherv3.StringMatcher) *rbacv3.Permissio
 	return &rbacv3.Permission{Rule: &rbacv3.Permission_Header{Header: &routev3.HeaderMatcher{
 		Name: name, HeaderMatchSpecifier: &routev3.HeaderMatcher_StringMatch{StringMatch: m},
 	}}}
-}
-
-// HTTPConnectRBAC is the shared HTTP RBAC config of the HTTP-CONNECT listeners: one DENY policy
-// per shoot, "destination is this shoot and the client is not allowed". Requests for shoots
-// without ACL match no policy and pass.
-func HTTPConnectRBAC(shoots []ShootPolicy) (*httprbacv3.RBAC, error) {
-	policies := map[string]*rbacv3.Policy{}
-	for _, s := range shoots {
-		if !s.Restricts() {
-			continue
-		}
-		var principal *rbacv3.Principal
-		if s.Action == v1alpha1.ActionDeny {
-			principal = orIDs(ipPrincipals(s.Type, s.Denied))
-		} else {
-			principal = &rbacv3.Principal{Identifier: &rbacv3.Principal_NotId{NotId: orIDs(ipPrincipals(s.Type, s.Allowed))}}
-		}
-		policies[s.Namespace] = &rbacv3.Policy{
-			Permissions: []*rbacv3.Permission{destinationPermission(s.Namespace)},
-			Principals:  []*rbacv3.Principal{principal},
-		}
-	}
-	cfg := &httprbacv3.RBAC{RulesStatPrefix: "acl_http_connect."}
-	if len(policies) > 0 {
-		cfg.Rules = &rbacv3.RBAC{Action: rbacv3.RBAC_DENY, Policies: policies}
-	}
-	if err := cfg.Validate(); err != nil {
-		return nil, fmt.Errorf("HTTP RBAC for the HTTP-CONNECT listeners: %w", err)
-	}
-	return cfg, nil
 }
 
 func orIDs(ids []*rbacv3.Principal) *rbacv3.Principal {

@@ -1,18 +1,22 @@
 package envoy
 
 import (
-	"encoding/json"
+	"fmt"
 	"net/netip"
 	"strings"
 	"testing"
 
+	xdsmatcherv3 "github.com/cncf/xds/go/xds/type/matcher/v3"
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
 	rbacv3 "github.com/envoyproxy/go-control-plane/envoy/config/rbac/v3"
 	httprbacv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/rbac/v3"
 	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
 	netrbacv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/rbac/v3"
+	networkinputsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/matching/common_inputs/network/v3"
+	matcherv3 "github.com/envoyproxy/go-control-plane/envoy/type/matcher/v3"
 	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
 	istioapinetworkingv1alpha3 "istio.io/api/networking/v1alpha3"
 
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/apis/acl/validation"
@@ -150,26 +154,118 @@ func TestHTTPConnectEnvoyFilter(t *testing.T) {
 	if err := tec.GetTypedConfig().UnmarshalTo(rbac); err != nil {
 		t.Fatal(err)
 	}
-	if rbac.GetRules().GetAction() != rbacv3.RBAC_DENY || len(rbac.GetRules().GetPolicies()) != 2 {
-		t.Fatalf("unexpected %v", rbac)
+	if rbac.GetRules() != nil || rbac.GetMatcher() == nil {
+		t.Fatalf("want a matcher tree, got %v", rbac)
 	}
-	allow := rbac.GetRules().GetPolicies()["shoot--p--a"]
-	if allow.GetPrincipals()[0].GetNotId() == nil {
-		t.Fatalf("ALLOW shoot must be denied for clients NOT in the list: %v", allow)
+	v := func(header, value, ip string) rbacv3.RBAC_Action {
+		t.Helper()
+		return decide(t, rbac.GetMatcher(), map[string]string{header: value}, netip.MustParseAddr(ip))
 	}
-	var perm map[string]any
-	pj, _ := protojson.Marshal(allow.GetPermissions()[0])
-	_ = json.Unmarshal(pj, &perm)
-	for _, want := range []string{"X-Gardener-Destination", ".shoot--p--a.svc.cluster.local", "shoot--p--a--kube-apiserver-socket", "reversed-vpn"} {
-		if !strings.Contains(string(pj), want) {
-			t.Errorf("permission %s lacks %q", pj, want)
+	const dh = "X-Gardener-Destination"
+	for _, tc := range []struct {
+		header, value, ip string
+		want              rbacv3.RBAC_Action
+	}{
+		{dh, "outbound|443||kube-apiserver.shoot--p--a.svc.cluster.local", "1.2.3.9", rbacv3.RBAC_ALLOW},
+		{dh, "outbound|443||kube-apiserver.shoot--p--a.svc.cluster.local", "8.8.8.8", rbacv3.RBAC_DENY},
+		{dh, "outbound|443||kube-apiserver.shoot--p--a.svc.cluster.local", "10.250.1.1", rbacv3.RBAC_ALLOW},
+		{dh, "outbound|443||kube-apiserver.shoot--p--a.svc.cluster.local", "2001:db8::1", rbacv3.RBAC_ALLOW},
+		{dh, "outbound|443||kube-apiserver.shoot--p--a.svc.cluster.local", "2001:db9::1", rbacv3.RBAC_DENY},
+		{dh, "shoot--p--a--kube-apiserver-socket", "8.8.8.8", rbacv3.RBAC_DENY},
+		{dh, "outbound|1194||vpn-seed-server-3.shoot--p--a.svc.cluster.local", "8.8.8.8", rbacv3.RBAC_DENY},
+		{dh, "outbound|1194||vpn-seed-server.shoot--p--a.svc.cluster.local", "1.2.3.1", rbacv3.RBAC_ALLOW},
+		{"reversed-vpn", "outbound|1194||vpn-seed-server.shoot--p--a.svc.cluster.local", "8.8.8.8", rbacv3.RBAC_DENY},
+		{"reversed-vpn", "outbound|1194||vpn-seed-server.shoot--p--a.svc.cluster.local", "1.2.3.1", rbacv3.RBAC_ALLOW},
+		{dh, "outbound|443||kube-apiserver.shoot--p--noacl.svc.cluster.local", "8.8.8.8", rbacv3.RBAC_ALLOW},
+		{dh, "outbound|443||kube-apiserver.shoot--p--d.svc.cluster.local", "192.0.2.5", rbacv3.RBAC_DENY},
+		{dh, "outbound|443||kube-apiserver.shoot--p--d.svc.cluster.local", "8.8.8.8", rbacv3.RBAC_ALLOW},
+		{dh, "outbound|443||kube-apiserver.shoot--p--d.svc.cluster.local", "10.250.0.1", rbacv3.RBAC_ALLOW},
+		{"other", "x", "8.8.8.8", rbacv3.RBAC_ALLOW},
+	} {
+		if got := v(tc.header, tc.value, tc.ip); got != tc.want {
+			t.Errorf("%s=%s from %s: got %v, want %v", tc.header, tc.value, tc.ip, got, tc.want)
 		}
 	}
 }
 
+// decide evaluates the matcher shapes HTTPConnectMatcher builds, as Envoy does: a header input
+// looked up in an exact-match map, a client address input matched by an IP trie, actions of type
+// envoy.config.rbac.v3.Action, on_no_match when nothing matches.
+func decide(t *testing.T, m *xdsmatcherv3.Matcher, headers map[string]string, ip netip.Addr) rbacv3.RBAC_Action {
+	t.Helper()
+	onMatch := func(om *xdsmatcherv3.Matcher_OnMatch) rbacv3.RBAC_Action {
+		if om == nil {
+			t.Fatal("no match and no on_no_match")
+		}
+		if next := om.GetMatcher(); next != nil {
+			return decide(t, next, headers, ip)
+		}
+		a := &rbacv3.Action{}
+		if err := om.GetAction().GetTypedConfig().UnmarshalTo(a); err != nil {
+			t.Fatal(err)
+		}
+		return a.GetAction()
+	}
+	tree := m.GetMatcherTree()
+	input, err := tree.GetInput().GetTypedConfig().UnmarshalNew()
+	if err != nil {
+		t.Fatal(err)
+	}
+	switch in := input.(type) {
+	case *matcherv3.HttpRequestHeaderMatchInput:
+		value, ok := headers[in.GetHeaderName()]
+		if om, found := tree.GetExactMatchMap().GetMap()[value]; ok && found {
+			return onMatch(om)
+		}
+	case *networkinputsv3.SourceIPInput, *networkinputsv3.DirectSourceIPInput:
+		ipm := &xdsmatcherv3.IPMatcher{}
+		if err := tree.GetCustomMatch().GetTypedConfig().UnmarshalTo(ipm); err != nil {
+			t.Fatal(err)
+		}
+		for _, rm := range ipm.GetRangeMatchers() {
+			for _, r := range rm.GetRanges() {
+				p := netip.PrefixFrom(netip.MustParseAddr(r.GetAddressPrefix()), int(r.GetPrefixLen().GetValue()))
+				if p.Contains(ip) {
+					return onMatch(rm.GetOnMatch())
+				}
+			}
+		}
+	default:
+		t.Fatalf("unexpected input %T", input)
+	}
+	return onMatch(m.GetOnNoMatch())
+}
+
 func TestHTTPConnectRBACWithoutShootsAllowsAll(t *testing.T) {
 	cfg, err := HTTPConnectRBAC(nil)
-	if err != nil || cfg.GetRules() != nil {
+	if err != nil || cfg.GetRules() != nil || cfg.GetMatcher() != nil {
 		t.Fatalf("%v %v", cfg, err)
+	}
+}
+
+func TestHTTPConnectRBACFallsBackToPoliciesBeyondTheBudget(t *testing.T) {
+	var shoots []ShootPolicy
+	for i := range 60 {
+		shoots = append(shoots, NewShootPolicy(fmt.Sprintf("shoot--p--%d", i), &validation.Policy{Action: "ALLOW", Type: "remote_ip", CIDRs: manyCIDRs(100)}, always))
+	}
+	cfg, err := HTTPConnectRBAC(shoots)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.GetMatcher() != nil || len(cfg.GetRules().GetPolicies()) != 60 || cfg.GetRules().GetAction() != rbacv3.RBAC_DENY {
+		t.Fatalf("want the policy form for 60 shoots with 100 CIDRs each")
+	}
+	if size := proto.Size(cfg); size > MatcherBudgetBytes {
+		t.Fatalf("the compact form is %d bytes", size)
+	}
+	p := cfg.GetRules().GetPolicies()["shoot--p--7"]
+	if p.GetPrincipals()[0].GetNotId() == nil {
+		t.Fatalf("an ALLOW shoot's policy must deny clients not listed: %v", p)
+	}
+	pj, _ := protojson.Marshal(p.GetPermissions()[0])
+	for _, want := range []string{"X-Gardener-Destination", ".shoot--p--7.svc.cluster.local", "shoot--p--7--kube-apiserver-socket", "reversed-vpn"} {
+		if !strings.Contains(string(pj), want) {
+			t.Errorf("permission %s lacks %q", pj, want)
+		}
 	}
 }
