@@ -376,7 +376,10 @@ func (a *actuator) triggerInjection(ctx context.Context, log logr.Logger, ingres
 	if len(wanted) == 0 {
 		return false, a.stripInjection(ctx, log, ingressNamespace, shootNamespace)
 	}
-	if ef.Annotations[PolicyHashAnnotation] != policyHash || !envoy.ContainsAll(ef.Spec.ConfigPatches, wanted) {
+	// Only a missing or stale injection needs the webhook. The annotation alone is not compared:
+	// gardener-resource-manager may drop it when it re-applies its object, which must not cause a
+	// write every time.
+	if !sameInjection(ef.Spec.ConfigPatches, wanted) {
 		patch := client.MergeFrom(ef.DeepCopy())
 		if ef.Annotations == nil {
 			ef.Annotations = map[string]string{}
@@ -387,7 +390,18 @@ func (a *actuator) triggerInjection(ctx context.Context, log logr.Logger, ingres
 		}
 	}
 	// The patch response is the object as stored, after the webhook (if it is up) mutated it.
-	return envoy.ContainsAll(ef.Spec.ConfigPatches, wanted), nil
+	return sameInjection(ef.Spec.ConfigPatches, wanted), nil
+}
+
+// sameInjection tells whether exactly the wanted patches are injected.
+func sameInjection(patches, wanted []*istioapinetworkingPatch) bool {
+	injected := 0
+	for _, p := range patches {
+		if envoy.IsInjected(p) {
+			injected++
+		}
+	}
+	return injected == len(wanted) && envoy.ContainsAll(patches, wanted)
 }
 
 // stripInjection removes what the webhook injected into Gardener's EnvoyFilter. The controller
