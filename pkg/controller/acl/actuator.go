@@ -29,6 +29,7 @@ import (
 	gardencorev1beta1 "github.com/gardener/gardener/pkg/apis/core/v1beta1"
 	extensionsv1alpha1 "github.com/gardener/gardener/pkg/apis/extensions/v1alpha1"
 	"github.com/gardener/gardener/pkg/client/kubernetes"
+	"github.com/gardener/gardener/pkg/component/kubernetes/apiserverexposure"
 	"github.com/gardener/gardener/pkg/utils/managedresources"
 	"github.com/go-logr/logr"
 	istionetworkingv1alpha3 "istio.io/client-go/pkg/apis/networking/v1alpha3"
@@ -53,7 +54,7 @@ const (
 	// DefaultIngressNamespace is used when no Service in the seed matches a Gateway's selector.
 	DefaultIngressNamespace = "istio-ingress"
 	// GardenerTLSTerminationSuffix ends the name of Gardener's per-shoot EnvoyFilter in an ingress namespace.
-	GardenerTLSTerminationSuffix = "-istio-tls-termination"
+	GardenerTLSTerminationSuffix = apiserverexposure.IstioTLSTerminationEnvoyFilterSuffix
 	// PolicyHashAnnotation is set on Gardener's per-shoot EnvoyFilters to make the webhook inject the current policy.
 	PolicyHashAnnotation = "acl.metal-firewall.io/policy-hash"
 	// kubeAPIServerGatewayPrefix starts the names of the shoot's kube-apiserver Gateways
