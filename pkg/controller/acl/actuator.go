@@ -135,13 +135,15 @@ func (a *actuator) Reconcile(ctx context.Context, log logr.Logger, ex *extension
 		return err
 	}
 
+	// The webhook injects patches for all of the shoot's hosts (a patch for a host another gateway
+	// serves matches nothing); the shoot's own EnvoyFilter names only the namespace's hosts.
+	injectedPatches, err := envoy.NetworkFilterPatches(status.Hosts, shoot)
+	if err != nil {
+		return err
+	}
 	registry := managedresources.NewRegistry(kubernetes.SeedScheme, kubernetes.SeedCodec, kubernetes.SeedSerializer)
 	for _, in := range ingresses {
-		patches, err := envoy.NetworkFilterPatches(in.hosts, shoot)
-		if err != nil {
-			return err
-		}
-		injected, err := a.triggerInjection(ctx, log, in.namespace, ex.Namespace, hash(status), patches)
+		injected, err := a.triggerInjection(ctx, log, in.namespace, ex.Namespace, hash(status), injectedPatches)
 		if err != nil {
 			return err
 		}
@@ -169,7 +171,15 @@ func (a *actuator) Reconcile(ctx context.Context, log logr.Logger, ex *extension
 
 	touched := ingressNamespaces(ingresses)
 	if previous != nil {
-		touched = append(touched, previous.IngressNamespaces...)
+		for _, ns := range previous.IngressNamespaces {
+			if !slices.Contains(touched, ns) {
+				// The shoot's gateway moved (e.g. to another zone): nothing of it may stay behind.
+				if err := a.stripInjection(ctx, log, ns, ex.Namespace); err != nil {
+					return err
+				}
+				touched = append(touched, ns)
+			}
+		}
 	}
 	return a.reconcileShared(ctx, ex, touched, ingresses)
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/gardener/gardener/extensions/pkg/controller/extension"
 	extensionsv1alpha1 "github.com/gardener/gardener/pkg/apis/extensions/v1alpha1"
 	istionetworkingv1alpha3 "istio.io/client-go/pkg/apis/networking/v1alpha3"
+	istionetworkingv1beta1 "istio.io/client-go/pkg/apis/networking/v1beta1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
@@ -64,6 +65,11 @@ func AddToManagerWithOptions(ctx context.Context, mgr manager.Manager, opts AddO
 			// down), reconcile the shoot at once so that its own EnvoyFilter comes back.
 			return c.Watch(source.Kind[client.Object](mgr.GetCache(), &istionetworkingv1alpha3.EnvoyFilter{},
 				handler.EnqueueRequestsFromMapFunc(gardenerEnvoyFilterToExtensions(mgr.GetClient()))))
+		}, func(c controller.Controller) error {
+			// When the kube-apiserver Gateway changes (hosts, or selector after a zone change),
+			// the policy must follow at once.
+			return c.Watch(source.Kind[client.Object](mgr.GetCache(), &istionetworkingv1beta1.Gateway{},
+				handler.EnqueueRequestsFromMapFunc(gatewayToExtensions(mgr.GetClient()))))
 		}),
 	})
 }
@@ -74,18 +80,32 @@ func gardenerEnvoyFilterToExtensions(c client.Reader) handler.MapFunc {
 		if !strings.HasSuffix(obj.GetName(), GardenerTLSTerminationSuffix) {
 			return nil
 		}
-		list := &extensionsv1alpha1.ExtensionList{}
-		if err := c.List(ctx, list, client.InNamespace(strings.TrimSuffix(obj.GetName(), GardenerTLSTerminationSuffix))); err != nil {
+		return aclExtensionsIn(ctx, c, strings.TrimSuffix(obj.GetName(), GardenerTLSTerminationSuffix))
+	}
+}
+
+// gatewayToExtensions maps the shoot's kube-apiserver Gateways to the shoot's acl Extensions.
+func gatewayToExtensions(c client.Reader) handler.MapFunc {
+	return func(ctx context.Context, obj client.Object) []reconcile.Request {
+		if !strings.HasPrefix(obj.GetName(), kubeAPIServerGatewayPrefix) {
 			return nil
 		}
-		var out []reconcile.Request
-		for _, ex := range list.Items {
-			if ex.Spec.Type == Type {
-				out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&ex)})
-			}
-		}
-		return out
+		return aclExtensionsIn(ctx, c, obj.GetNamespace())
 	}
+}
+
+func aclExtensionsIn(ctx context.Context, c client.Reader, namespace string) []reconcile.Request {
+	list := &extensionsv1alpha1.ExtensionList{}
+	if err := c.List(ctx, list, client.InNamespace(namespace)); err != nil {
+		return nil
+	}
+	var out []reconcile.Request
+	for _, ex := range list.Items {
+		if ex.Spec.Type == Type {
+			out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&ex)})
+		}
+	}
+	return out
 }
 
 // AddToManager adds the controller with DefaultAddOptions.

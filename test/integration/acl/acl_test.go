@@ -363,6 +363,28 @@ var _ = Describe("Extension acl", Ordered, func() {
 		}).WithTimeout(timeout).Should(Succeed())
 	})
 
+	It("follows a shoot whose Gateway moves to another ingress gateway", func() {
+		gw := &istionetworkingv1beta1.Gateway{}
+		Expect(testClient.Get(ctx(), client.ObjectKey{Namespace: "shoot--acl--c", Name: "kube-apiserver"}, gw)).To(Succeed())
+		gw.Spec.Selector = gatewayLabels
+		Expect(testClient.Update(ctx(), gw)).To(Succeed())
+
+		Eventually(func(g Gomega) {
+			c := &extensionsv1alpha1.Extension{}
+			g.Expect(testClient.Get(ctx(), client.ObjectKey{Namespace: "shoot--acl--c", Name: "acl"}, c)).To(Succeed())
+			g.Expect(providerStatus(c).IngressNamespaces).To(ConsistOf(ingressNamespace))
+			objs, err := managedResourceObjects("shoot--acl--c", aclcontroller.ManagedResourceName)
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(envoyFilterNamed(objs, ingressNamespace, "acl-shoot--acl--c")).NotTo(BeNil())
+			g.Expect(envoyFilterNamed(objs, zonalNamespace, "acl-shoot--acl--c")).To(BeNil())
+			shared, err := managedResourceObjects(ingressNamespace, aclcontroller.SharedManagedResourceName)
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(toJSON(shared)).To(ContainSubstring(".shoot--acl--c.svc.cluster.local"))
+			// The zonal gateway serves no ACL shoot any more: its shared filter is gone.
+			g.Expect(testClient.Get(ctx(), client.ObjectKey{Namespace: zonalNamespace, Name: aclcontroller.SharedManagedResourceName}, &resourcesv1alpha1.ManagedResource{})).To(Satisfy(apierrors.IsNotFound))
+		}).WithTimeout(timeout).Should(Succeed())
+	})
+
 	It("removes a migrated shoot's enforcement from this seed", func() {
 		b := &extensionsv1alpha1.Extension{}
 		Expect(testClient.Get(ctx(), client.ObjectKey{Namespace: "shoot--acl--b", Name: "acl"}, b)).To(Succeed())
@@ -411,6 +433,19 @@ var _ = Describe("Extension acl", Ordered, func() {
 		}).WithTimeout(timeout).Should(BeTrue())
 
 		Expect(apierrors.IsNotFound(testClient.Get(ctx(), client.ObjectKey{Namespace: shootNamespace, Name: aclcontroller.ManagedResourceName}, &resourcesv1alpha1.ManagedResource{}))).To(BeTrue())
+
+		By("Keeping the shared filter for the other shoot on the gateway, without the deleted one")
+		shared, err := managedResourceObjects(ingressNamespace, aclcontroller.SharedManagedResourceName)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(toJSON(shared)).NotTo(ContainSubstring("shoot--acl--a"))
+		Expect(toJSON(shared)).To(ContainSubstring(".shoot--acl--c.svc.cluster.local"))
+
+		By("Removing the shared filter with the last ACL shoot of the gateway")
+		c := &extensionsv1alpha1.Extension{ObjectMeta: metav1.ObjectMeta{Namespace: "shoot--acl--c", Name: "acl"}}
+		Expect(testClient.Delete(ctx(), c)).To(Succeed())
+		Eventually(func() bool {
+			return apierrors.IsNotFound(testClient.Get(ctx(), client.ObjectKeyFromObject(c), &extensionsv1alpha1.Extension{}))
+		}).WithTimeout(timeout).Should(BeTrue())
 		Expect(apierrors.IsNotFound(testClient.Get(ctx(), client.ObjectKey{Namespace: ingressNamespace, Name: aclcontroller.SharedManagedResourceName}, &resourcesv1alpha1.ManagedResource{}))).To(BeTrue())
 		secrets := &corev1.SecretList{}
 		Expect(testClient.List(ctx(), secrets, client.InNamespace(ingressNamespace))).To(Succeed())
