@@ -121,7 +121,7 @@ func ValidateExtensionConfig(cfg *v1alpha1.ExtensionConfig, fldPath *field.Path,
 func ParseCIDR(s string) (netip.Prefix, error) {
 	p, err := netip.ParsePrefix(strings.TrimSpace(s))
 	if err != nil {
-		return netip.Prefix{}, fmt.Errorf("not a CIDR (want e.g. 10.0.0.0/8 or 2001:db8::/32): %v", err)
+		return netip.Prefix{}, fmt.Errorf("not a CIDR (want e.g. 10.0.0.0/8 or 2001:db8::/32): %w", err)
 	}
 	if p.Addr().Is4In6() {
 		return netip.Prefix{}, fmt.Errorf("IPv4-mapped IPv6 prefixes are not supported, write the IPv4 prefix")

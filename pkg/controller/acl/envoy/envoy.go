@@ -91,7 +91,7 @@ func (s ShootPolicy) Restricts() bool {
 }
 
 func ipPrincipal(typ string, p netip.Prefix) *rbacv3.Principal {
-	cidr := &corev3.CidrRange{AddressPrefix: p.Addr().String(), PrefixLen: wrapperspb.UInt32(uint32(p.Bits()))}
+	cidr := &corev3.CidrRange{AddressPrefix: p.Addr().String(), PrefixLen: wrapperspb.UInt32(prefixLen(p))}
 	if typ == v1alpha1.TypeDirectRemoteIP {
 		return &rbacv3.Principal{Identifier: &rbacv3.Principal_DirectRemoteIp{DirectRemoteIp: cidr}}
 	}
@@ -292,4 +292,9 @@ func SortedNamespaces(shoots []ShootPolicy) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// prefixLen is the prefix length of a valid prefix, 0 to 128.
+func prefixLen(p netip.Prefix) uint32 {
+	return uint32(max(p.Bits(), 0)) //nolint:gosec // Bits of a valid prefix is 0..128
 }

@@ -123,7 +123,7 @@ func clientMatcher(s ShootPolicy) (*xdsmatcherv3.Matcher, error) {
 func xdsCIDRs(ps []netip.Prefix) []*xdscorev3.CidrRange {
 	out := make([]*xdscorev3.CidrRange, 0, len(ps))
 	for _, p := range ps {
-		out = append(out, &xdscorev3.CidrRange{AddressPrefix: p.Addr().String(), PrefixLen: wrapperspb.UInt32(uint32(p.Bits()))})
+		out = append(out, &xdscorev3.CidrRange{AddressPrefix: p.Addr().String(), PrefixLen: wrapperspb.UInt32(prefixLen(p))})
 	}
 	return out
 }
