@@ -32,6 +32,7 @@ import (
 	"github.com/gardener/gardener/pkg/component/kubernetes/apiserverexposure"
 	"github.com/gardener/gardener/pkg/utils/managedresources"
 	"github.com/go-logr/logr"
+	istioapinetworkingv1alpha3 "istio.io/api/networking/v1alpha3"
 	istionetworkingv1alpha3 "istio.io/client-go/pkg/apis/networking/v1alpha3"
 	istionetworkingv1beta1 "istio.io/client-go/pkg/apis/networking/v1beta1"
 	corev1 "k8s.io/api/core/v1"
@@ -376,7 +377,7 @@ func ingressNamespaces(ingresses []ingress) []string {
 
 // triggerInjection touches Gardener's per-shoot EnvoyFilter so that the webhook injects the
 // current policy, and tells whether the stored object now carries it.
-func (a *actuator) triggerInjection(ctx context.Context, log logr.Logger, ingressNamespace, shootNamespace, policyHash string, wanted []*istioapinetworkingPatch) (bool, error) {
+func (a *actuator) triggerInjection(ctx context.Context, log logr.Logger, ingressNamespace, shootNamespace, policyHash string, wanted []*istioapinetworkingv1alpha3.EnvoyFilter_EnvoyConfigObjectPatch) (bool, error) {
 	ef := &istionetworkingv1alpha3.EnvoyFilter{}
 	if err := a.client.Get(ctx, client.ObjectKey{Namespace: ingressNamespace, Name: shootNamespace + GardenerTLSTerminationSuffix}, ef); err != nil {
 		if apierrors.IsNotFound(err) {
@@ -405,7 +406,7 @@ func (a *actuator) triggerInjection(ctx context.Context, log logr.Logger, ingres
 }
 
 // sameInjection tells whether exactly the wanted patches are injected.
-func sameInjection(patches, wanted []*istioapinetworkingPatch) bool {
+func sameInjection(patches, wanted []*istioapinetworkingv1alpha3.EnvoyFilter_EnvoyConfigObjectPatch) bool {
 	injected := 0
 	for _, p := range patches {
 		if envoy.IsInjected(p) {

@@ -24,6 +24,7 @@ import (
 	"sort"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
 	rbacv3 "github.com/envoyproxy/go-control-plane/envoy/config/rbac/v3"
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	httprbacv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/rbac/v3"
@@ -213,12 +214,20 @@ func orIDs(ids []*rbacv3.Principal) *rbacv3.Principal {
 }
 
 // NetworkFilter is the listener filter entry (name + typed_config) for the shoot's TLS filter chains.
-func NetworkFilter(s ShootPolicy) (*listenerFilter, error) {
+func NetworkFilter(s ShootPolicy) (*listenerv3.Filter, error) {
 	cfg, err := NetworkRBAC(s)
 	if err != nil {
 		return nil, err
 	}
-	return newListenerFilter(NetworkFilterName, cfg)
+	a, err := anypb.New(cfg)
+	if err != nil {
+		return nil, err
+	}
+	f := &listenerv3.Filter{Name: NetworkFilterName, ConfigType: &listenerv3.Filter_TypedConfig{TypedConfig: a}}
+	if err := f.Validate(); err != nil {
+		return nil, err
+	}
+	return f, nil
 }
 
 // HTTPConnectFilter is the shared HTTP filter entry: it takes its config from ECDS
@@ -260,10 +269,6 @@ func HTTPConnectExtensionConfig(shoots []ShootPolicy) (*corev3.TypedExtensionCon
 	}
 	return tec, nil
 }
-
-// listenerFilter is a network filter entry of a filter chain. It is rendered through
-// go-control-plane's listener.Filter proto in ToStruct.
-type listenerFilter = listenerv3Filter
 
 // ToStruct renders a validated proto message as the struct an EnvoyFilter patch value holds,
 // with Envoy's field names (snake_case) as Gardener's own EnvoyFilters use them.
