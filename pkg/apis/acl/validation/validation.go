@@ -48,11 +48,16 @@ var ProviderConfigPath = field.NewPath("providerConfig")
 // Parse decodes raw (JSON or YAML) strictly, validates it and returns the normalised policy.
 // Errors name the field path and the offending value.
 func Parse(raw []byte, limits Limits) (*Policy, field.ErrorList) {
-	cfg, errs := Decode(raw, ProviderConfigPath)
+	return ParseAt(raw, limits, ProviderConfigPath)
+}
+
+// ParseAt is Parse with errors reported under fldPath, e.g. spec.extensions[2].providerConfig.
+func ParseAt(raw []byte, limits Limits, fldPath *field.Path) (*Policy, field.ErrorList) {
+	cfg, errs := Decode(raw, fldPath)
 	if len(errs) > 0 {
 		return nil, errs
 	}
-	if errs := ValidateExtensionConfig(cfg, ProviderConfigPath, limits); len(errs) > 0 {
+	if errs := ValidateExtensionConfig(cfg, fldPath, limits); len(errs) > 0 {
 		return nil, errs
 	}
 	return Normalise(cfg), nil
