@@ -58,6 +58,8 @@ const (
 	GardenerTLSTerminationSuffix = apiserverexposure.IstioTLSTerminationEnvoyFilterSuffix
 	// PolicyHashAnnotation is set on Gardener's per-shoot EnvoyFilters to make the webhook inject the current policy.
 	PolicyHashAnnotation = "acl.metal-firewall.io/policy-hash"
+	// maxSharedEnvoyFilterBytes keeps the shared EnvoyFilter below etcd's default request limit (1.5 MiB).
+	maxSharedEnvoyFilterBytes = 1400 << 10
 	// kubeAPIServerGatewayPrefix starts the names of the shoot's kube-apiserver Gateways
 	// (kube-apiserver, kube-apiserver-wildcard).
 	kubeAPIServerGatewayPrefix = "kube-apiserver"
@@ -486,6 +488,14 @@ func (a *actuator) reconcileShared(ctx context.Context, self *extensionsv1alpha1
 		ef, err := envoy.HTTPConnectEnvoyFilter(ns, selectors[ns], shoots)
 		if err != nil {
 			return err
+		}
+		// One object holds every ACL shoot's CIDRs of this gateway; say so clearly before the
+		// kube-apiserver (request size) or etcd refuse it.
+		if raw, err := json.Marshal(ef); err != nil {
+			return err
+		} else if len(raw) > maxSharedEnvoyFilterBytes {
+			return fmt.Errorf("the shared EnvoyFilter %s/%s would be %d bytes for %d ACL shoots, more than %d: lower the CIDR limit or spread the shoots over ingress gateways",
+				ns, ef.Name, len(raw), len(shoots), maxSharedEnvoyFilterBytes)
 		}
 		registry := managedresources.NewRegistry(kubernetes.SeedScheme, kubernetes.SeedCodec, kubernetes.SeedSerializer)
 		data, err := registry.AddAllAndSerialize(ef)
