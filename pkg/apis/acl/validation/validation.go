@@ -1,0 +1,165 @@
+// Package validation decodes and validates the providerConfig of the extension
+// type `acl`. The same code runs in the controller and, through it, in any
+// admission check, so a shoot owner gets the same message everywhere.
+package validation
+
+import (
+	"fmt"
+	"net/netip"
+	"slices"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	kjson "sigs.k8s.io/json"
+	"sigs.k8s.io/yaml"
+
+	"github.com/metal-firewall/gardener-extension-firewall/pkg/apis/acl/v1alpha1"
+)
+
+// DefaultMaxCIDRs is the largest number of CIDRs in one rule unless the operator sets another limit.
+const DefaultMaxCIDRs = 500
+
+// Limits are set by the operator.
+type Limits struct {
+	// MaxCIDRs is the largest number of CIDRs in one rule; 0 means DefaultMaxCIDRs.
+	MaxCIDRs int
+}
+
+func (l Limits) maxCIDRs() int {
+	if l.MaxCIDRs <= 0 {
+		return DefaultMaxCIDRs
+	}
+	return l.MaxCIDRs
+}
+
+// Policy is a validated and normalised rule.
+type Policy struct {
+	// Action is v1alpha1.ActionAllow or v1alpha1.ActionDeny.
+	Action string
+	// Type is v1alpha1.TypeRemoteIP or v1alpha1.TypeDirectRemoteIP (source_ip is mapped to the latter).
+	Type string
+	// CIDRs are the rule's prefixes with host bits cleared, sorted, without duplicates.
+	CIDRs []netip.Prefix
+}
+
+// ProviderConfigPath is the field path that errors are reported under.
+var ProviderConfigPath = field.NewPath("providerConfig")
+
+// Parse decodes raw (JSON or YAML) strictly, validates it and returns the normalised policy.
+// Errors name the field path and the offending value.
+func Parse(raw []byte, limits Limits) (*Policy, field.ErrorList) {
+	return ParseAt(raw, limits, ProviderConfigPath)
+}
+
+// ParseAt is Parse with errors reported under fldPath, e.g. spec.extensions[2].providerConfig.
+func ParseAt(raw []byte, limits Limits, fldPath *field.Path) (*Policy, field.ErrorList) {
+	cfg, errs := Decode(raw, fldPath)
+	if len(errs) > 0 {
+		return nil, errs
+	}
+	if errs := ValidateExtensionConfig(cfg, fldPath, limits); len(errs) > 0 {
+		return nil, errs
+	}
+	return Normalise(cfg), nil
+}
+
+// Decode decodes raw strictly: unknown and duplicate fields are refused.
+func Decode(raw []byte, fldPath *field.Path) (*v1alpha1.ExtensionConfig, field.ErrorList) {
+	if len(strings.TrimSpace(string(raw))) == 0 {
+		return nil, field.ErrorList{field.Required(fldPath, "an acl extension needs a providerConfig with a rule")}
+	}
+	data, err := yaml.YAMLToJSONStrict(raw)
+	if err != nil {
+		return nil, field.ErrorList{field.Invalid(fldPath, string(raw), fmt.Sprintf("not valid JSON or YAML: %v", err))}
+	}
+	cfg := &v1alpha1.ExtensionConfig{}
+	strictErrs, err := kjson.UnmarshalStrict(data, cfg, kjson.DisallowDuplicateFields, kjson.DisallowUnknownFields)
+	if err != nil {
+		return nil, field.ErrorList{field.Invalid(fldPath, string(raw), fmt.Sprintf("cannot be decoded: %v", err))}
+	}
+	var errs field.ErrorList
+	for _, e := range strictErrs {
+		// The messages name the JSON path, e.g. `unknown field "rule.port"`.
+		errs = append(errs, field.Invalid(fldPath, string(raw), e.Error()))
+	}
+	return cfg, errs
+}
+
+// ValidateExtensionConfig validates a decoded providerConfig.
+func ValidateExtensionConfig(cfg *v1alpha1.ExtensionConfig, fldPath *field.Path, limits Limits) field.ErrorList {
+	var errs field.ErrorList
+	if cfg.APIVersion != "" && cfg.APIVersion != v1alpha1.SchemeGroupVersion {
+		errs = append(errs, field.NotSupported(fldPath.Child("apiVersion"), cfg.APIVersion, []string{v1alpha1.SchemeGroupVersion}))
+	}
+	if cfg.Kind != "" && cfg.Kind != "ExtensionConfig" {
+		errs = append(errs, field.NotSupported(fldPath.Child("kind"), cfg.Kind, []string{"ExtensionConfig"}))
+	}
+	rulePath := fldPath.Child("rule")
+	if cfg.Rule == nil {
+		return append(errs, field.Required(rulePath, "a rule with action, type and cidrs is required"))
+	}
+	r := cfg.Rule
+	if !slices.Contains([]string{v1alpha1.ActionAllow, v1alpha1.ActionDeny}, strings.ToUpper(r.Action)) {
+		errs = append(errs, field.NotSupported(rulePath.Child("action"), r.Action, []string{v1alpha1.ActionAllow, v1alpha1.ActionDeny}))
+	}
+	if !slices.Contains([]string{v1alpha1.TypeRemoteIP, v1alpha1.TypeDirectRemoteIP, v1alpha1.TypeSourceIP}, strings.ToLower(r.Type)) {
+		errs = append(errs, field.NotSupported(rulePath.Child("type"), r.Type, []string{v1alpha1.TypeRemoteIP, v1alpha1.TypeDirectRemoteIP, v1alpha1.TypeSourceIP}))
+	}
+	cidrsPath := rulePath.Child("cidrs")
+	switch {
+	case len(r.Cidrs) == 0:
+		errs = append(errs, field.Required(cidrsPath, "at least one CIDR is required"))
+	case len(r.Cidrs) > limits.maxCIDRs():
+		errs = append(errs, field.TooMany(cidrsPath, len(r.Cidrs), limits.maxCIDRs()))
+	}
+	for i, c := range r.Cidrs {
+		if _, err := ParseCIDR(c); err != nil {
+			errs = append(errs, field.Invalid(cidrsPath.Index(i), c, err.Error()))
+		}
+	}
+	return errs
+}
+
+// ParseCIDR parses an IPv4 or IPv6 prefix and clears its host bits, as metal-stack's and
+// stackit's ACL extensions do: "1.2.3.4/24" is 1.2.3.0/24. A bare address without a
+// prefix length and IPv4-mapped IPv6 prefixes are refused because their meaning is unclear.
+func ParseCIDR(s string) (netip.Prefix, error) {
+	p, err := netip.ParsePrefix(strings.TrimSpace(s))
+	if err != nil {
+		return netip.Prefix{}, fmt.Errorf("not a CIDR (want e.g. 10.0.0.0/8 or 2001:db8::/32): %w", err)
+	}
+	if p.Addr().Is4In6() {
+		return netip.Prefix{}, fmt.Errorf("IPv4-mapped IPv6 prefixes are not supported, write the IPv4 prefix")
+	}
+	if p.Addr().Zone() != "" {
+		return netip.Prefix{}, fmt.Errorf("a CIDR has no zone")
+	}
+	return p.Masked(), nil
+}
+
+// Normalise turns a valid config into a Policy. It must only be called after validation.
+func Normalise(cfg *v1alpha1.ExtensionConfig) *Policy {
+	p := &Policy{Action: strings.ToUpper(cfg.Rule.Action), Type: strings.ToLower(cfg.Rule.Type)}
+	if p.Type == v1alpha1.TypeSourceIP {
+		p.Type = v1alpha1.TypeDirectRemoteIP
+	}
+	for _, c := range cfg.Rule.Cidrs {
+		if prefix, err := ParseCIDR(c); err == nil {
+			p.CIDRs = append(p.CIDRs, prefix)
+		}
+	}
+	p.CIDRs = SortPrefixes(p.CIDRs)
+	return p
+}
+
+// SortPrefixes sorts prefixes (IPv4 first, then by address and length) and drops duplicates.
+func SortPrefixes(ps []netip.Prefix) []netip.Prefix {
+	out := slices.Clone(ps)
+	slices.SortFunc(out, func(a, b netip.Prefix) int {
+		if c := a.Addr().Compare(b.Addr()); c != 0 {
+			return c
+		}
+		return a.Bits() - b.Bits()
+	})
+	return slices.Compact(out)
+}

@@ -1,0 +1,463 @@
+package acl_test
+
+import (
+	"encoding/json"
+	"strings"
+	"time"
+
+	"github.com/gardener/gardener/pkg/apis/core/v1beta1"
+	extensionsv1alpha1 "github.com/gardener/gardener/pkg/apis/extensions/v1alpha1"
+	resourcesv1alpha1 "github.com/gardener/gardener/pkg/apis/resources/v1alpha1"
+	"github.com/gardener/gardener/pkg/client/kubernetes"
+	"github.com/gardener/gardener/pkg/utils/managedresources"
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	istioapinetworkingv1alpha3 "istio.io/api/networking/v1alpha3"
+	istioapinetworkingv1beta1 "istio.io/api/networking/v1beta1"
+	istionetworkingv1alpha3 "istio.io/client-go/pkg/apis/networking/v1alpha3"
+	istionetworkingv1beta1 "istio.io/client-go/pkg/apis/networking/v1beta1"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/metal-firewall/gardener-extension-firewall/pkg/apis/acl/v1alpha1"
+	aclcontroller "github.com/metal-firewall/gardener-extension-firewall/pkg/controller/acl"
+	"github.com/metal-firewall/gardener-extension-firewall/pkg/controller/acl/envoy"
+	aclwebhook "github.com/metal-firewall/gardener-extension-firewall/pkg/webhook/acl"
+)
+
+const (
+	shootNamespace   = "shoot--acl--a"
+	ingressNamespace = "istio-ingress"
+	gardenerFilter   = shootNamespace + "-istio-tls-termination"
+	zonalNamespace   = "istio-ingress--zone-a"
+	timeout          = 30 * time.Second
+)
+
+var (
+	gatewayLabels = map[string]string{"app": "istio-ingressgateway", "istio": "ingressgateway"}
+	zonalLabels   = map[string]string{"app": "istio-ingressgateway", "istio": "ingressgateway--zone--a"}
+	apiHosts      = []string{"api.a.acl.example.com", "api.a.acl.internal.example.com"}
+	// every CIDR that must be allowed besides the rule's: seed nodes and pods, shoot nodes (spec
+	// and status, IPv4 and IPv6), shoot egress (status and Infrastructure), the operator's.
+	alwaysAllowed = []string{"10.1.0.0/16", "10.2.0.0/16", "10.250.0.0/16", "2001:db8:250::/64", "203.0.113.7/32", "198.51.100.0/30", operatorCIDR}
+)
+
+// managedResourceObjects decodes the objects a seed ManagedResource carries.
+func managedResourceObjects(namespace, name string) ([]client.Object, error) {
+	mr := &resourcesv1alpha1.ManagedResource{}
+	if err := testClient.Get(ctx(), client.ObjectKey{Namespace: namespace, Name: name}, mr); err != nil {
+		return nil, err
+	}
+	var objs []client.Object
+	for _, ref := range mr.Spec.SecretRefs {
+		secret := &corev1.Secret{}
+		if err := testClient.Get(ctx(), client.ObjectKey{Namespace: namespace, Name: ref.Name}, secret); err != nil {
+			return nil, err
+		}
+		o, err := managedresources.ExtractObjectsFromSecret(kubernetes.SeedCodec.UniversalDeserializer(), secret)
+		if err != nil {
+			return nil, err
+		}
+		objs = append(objs, o...)
+	}
+	return objs, nil
+}
+
+func envoyFilterNamed(objs []client.Object, namespace, name string) *istionetworkingv1alpha3.EnvoyFilter {
+	for _, o := range objs {
+		if ef, ok := o.(*istionetworkingv1alpha3.EnvoyFilter); ok && ef.Namespace == namespace && ef.Name == name {
+			return ef
+		}
+	}
+	return nil
+}
+
+func toJSON(o any) string {
+	data, err := json.Marshal(o)
+	Expect(err).NotTo(HaveOccurred())
+	return string(data)
+}
+
+func providerStatus(ex *extensionsv1alpha1.Extension) *v1alpha1.ExtensionStatus {
+	if ex.Status.ProviderStatus == nil {
+		return nil
+	}
+	st := &v1alpha1.ExtensionStatus{}
+	Expect(json.Unmarshal(ex.Status.ProviderStatus.Raw, st)).To(Succeed())
+	return st
+}
+
+func injectedPatches(ef *istionetworkingv1alpha3.EnvoyFilter) int {
+	n := 0
+	for _, p := range ef.Spec.ConfigPatches {
+		if envoy.IsInjected(p) {
+			n++
+		}
+	}
+	return n
+}
+
+func rule(action string, cidrs ...string) *runtime.RawExtension {
+	raw, err := json.Marshal(map[string]any{"rule": map[string]any{"action": action, "type": "remote_ip", "cidrs": cidrs}})
+	Expect(err).NotTo(HaveOccurred())
+	return &runtime.RawExtension{Raw: raw}
+}
+
+// gardenersEnvoyFilter looks like the one Gardener deploys per shoot with TLS termination.
+func gardenersEnvoyFilter(name string) *istionetworkingv1alpha3.EnvoyFilter {
+	ef := &istionetworkingv1alpha3.EnvoyFilter{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ingressNamespace}}
+	ef.Spec.WorkloadSelector = &istioapinetworkingv1alpha3.WorkloadSelector{Labels: gatewayLabels}
+	ef.Spec.ConfigPatches = []*istioapinetworkingv1alpha3.EnvoyFilter_EnvoyConfigObjectPatch{{
+		ApplyTo: istioapinetworkingv1alpha3.EnvoyFilter_HTTP_ROUTE,
+		Match: &istioapinetworkingv1alpha3.EnvoyFilter_EnvoyConfigObjectMatch{
+			Context: istioapinetworkingv1alpha3.EnvoyFilter_GATEWAY,
+			ObjectTypes: &istioapinetworkingv1alpha3.EnvoyFilter_EnvoyConfigObjectMatch_RouteConfiguration{RouteConfiguration: &istioapinetworkingv1alpha3.EnvoyFilter_RouteConfigurationMatch{
+				Name: "https.443.tls.kube-apiserver." + strings.TrimSuffix(name, "-istio-tls-termination"),
+			}},
+		},
+		Patch: &istioapinetworkingv1alpha3.EnvoyFilter_Patch{Operation: istioapinetworkingv1alpha3.EnvoyFilter_Patch_INSERT_BEFORE},
+	}}
+	return ef
+}
+
+// createShoot creates what Gardener has for a shoot in the seed: namespace, Cluster (Shoot and Seed
+// in raw JSON), Infrastructure with egress CIDRs and the kube-apiserver Gateway.
+func createShoot(namespace string, hosts []string, selector map[string]string) {
+	Expect(testClient.Create(ctx(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace, Labels: map[string]string{"gardener.cloud/role": "shoot"}}})).To(Succeed())
+
+	seedJSON := `{"apiVersion":"core.gardener.cloud/v1beta1","kind":"Seed","metadata":{"name":"seed"},"spec":{"networks":{"nodes":"10.1.0.0/16","pods":"10.2.0.0/16","services":"10.3.0.0/16"}}}`
+	shootJSON := `{"apiVersion":"core.gardener.cloud/v1beta1","kind":"Shoot","metadata":{"name":"a","namespace":"garden-acl"},
+		"spec":{"networking":{"nodes":"10.250.0.0/16"}},
+		"status":{"networking":{"nodes":["10.250.0.0/16","2001:db8:250::/64"],"egressCIDRs":["203.0.113.7/32"]}}}`
+	Expect(testClient.Create(ctx(), &extensionsv1alpha1.Cluster{
+		ObjectMeta: metav1.ObjectMeta{Name: namespace},
+		Spec: extensionsv1alpha1.ClusterSpec{
+			CloudProfile: runtime.RawExtension{Raw: []byte(`{"apiVersion":"core.gardener.cloud/v1beta1","kind":"CloudProfile","metadata":{"name":"local"}}`)},
+			Seed:         &runtime.RawExtension{Raw: []byte(seedJSON)},
+			Shoot:        runtime.RawExtension{Raw: []byte(shootJSON)},
+		},
+	})).To(Succeed())
+
+	infra := &extensionsv1alpha1.Infrastructure{
+		ObjectMeta: metav1.ObjectMeta{Name: "infra", Namespace: namespace},
+		Spec: extensionsv1alpha1.InfrastructureSpec{
+			DefaultSpec: extensionsv1alpha1.DefaultSpec{Type: "local"},
+			Region:      "local",
+			SecretRef:   corev1.SecretReference{Name: "cloudprovider", Namespace: namespace},
+		},
+	}
+	Expect(testClient.Create(ctx(), infra)).To(Succeed())
+	infra.Status.EgressCIDRs = []string{"198.51.100.0/30"}
+	Expect(testClient.Status().Update(ctx(), infra)).To(Succeed())
+
+	gw := &istionetworkingv1beta1.Gateway{ObjectMeta: metav1.ObjectMeta{Name: "kube-apiserver", Namespace: namespace}}
+	gw.Spec.Selector = selector
+	gw.Spec.Servers = []*istioapinetworkingv1beta1.Server{{
+		Port:  &istioapinetworkingv1beta1.Port{Number: 443, Name: "tls", Protocol: "TLS"},
+		Hosts: hosts,
+		Tls:   &istioapinetworkingv1beta1.ServerTLSSettings{Mode: istioapinetworkingv1beta1.ServerTLSSettings_PASSTHROUGH},
+	}}
+	Expect(testClient.Create(ctx(), gw)).To(Succeed())
+}
+
+var _ = Describe("Extension acl", Ordered, func() {
+	var ex *extensionsv1alpha1.Extension
+
+	BeforeAll(func() {
+		By("Creating the seed's ingress gateway and a shoot namespace as Gardener has them")
+		Expect(testClient.Create(ctx(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ingressNamespace, Labels: map[string]string{"gardener.cloud/role": "istio-ingress"}}})).To(Succeed())
+		Expect(testClient.Create(ctx(), &corev1.Service{
+			ObjectMeta: metav1.ObjectMeta{Name: "istio-ingressgateway", Namespace: ingressNamespace, Labels: gatewayLabels},
+			Spec: corev1.ServiceSpec{Selector: gatewayLabels, Ports: []corev1.ServicePort{
+				{Name: "tls-tunnel", Port: 8132, TargetPort: intstr.FromInt32(8132)},
+				{Name: "https", Port: 443, TargetPort: intstr.FromInt32(9443)},
+				{Name: "http-connect", Port: 8443, TargetPort: intstr.FromInt32(8443)},
+			}},
+		})).To(Succeed())
+		createShoot(shootNamespace, apiHosts, gatewayLabels)
+	})
+
+	It("deploys the shoot's EnvoyFilter and the shared HTTP-CONNECT filter with the rule's and the always-allowed CIDRs", func() {
+		ex = &extensionsv1alpha1.Extension{
+			ObjectMeta: metav1.ObjectMeta{Name: "acl", Namespace: shootNamespace},
+			Spec: extensionsv1alpha1.ExtensionSpec{DefaultSpec: extensionsv1alpha1.DefaultSpec{
+				Type:           aclcontroller.Type,
+				ProviderConfig: &runtime.RawExtension{Raw: []byte(`{"rule":{"action":"ALLOW","type":"remote_ip","cidrs":["1.2.3.4/24","2001:db8::/32"]}}`)},
+			}},
+		}
+		Expect(testClient.Create(ctx(), ex)).To(Succeed())
+
+		Eventually(func(g Gomega) {
+			g.Expect(testClient.Get(ctx(), client.ObjectKeyFromObject(ex), ex)).To(Succeed())
+			g.Expect(ex.Status.LastOperation).NotTo(BeNil())
+			g.Expect(ex.Status.LastOperation.State).To(Equal(v1beta1.LastOperationStateSucceeded), "%v", ex.Status.LastError)
+		}).WithTimeout(timeout).Should(Succeed())
+
+		By("Reporting the effective allow-list in the status")
+		st := providerStatus(ex)
+		Expect(st).NotTo(BeNil())
+		Expect(st.Action).To(Equal("ALLOW"))
+		Expect(st.RuleCIDRs).To(ConsistOf("1.2.3.0/24", "2001:db8::/32"))
+		Expect(st.AlwaysAllowedCIDRs).To(ConsistOf(alwaysAllowed))
+		// 2001:db8:250::/64 lies inside the rule's 2001:db8::/32, so the list holds the /32 only.
+		Expect(st.AllowedCIDRs).To(ConsistOf("1.2.3.0/24", "2001:db8::/32", "10.1.0.0/16", "10.2.0.0/16", "10.250.0.0/16", "203.0.113.7/32", "198.51.100.0/30", operatorCIDR))
+		Expect(st.IngressNamespaces).To(ConsistOf(ingressNamespace))
+		Expect(st.Hosts).To(ConsistOf(apiHosts))
+
+		By("Deploying the shoot's EnvoyFilter into the ingress namespace through a ManagedResource")
+		objs, err := managedResourceObjects(shootNamespace, aclcontroller.ManagedResourceName)
+		Expect(err).NotTo(HaveOccurred())
+		ef := envoyFilterNamed(objs, ingressNamespace, "acl-"+shootNamespace)
+		Expect(ef).NotTo(BeNil(), "objects: %v", objs)
+		Expect(ef.Spec.WorkloadSelector.GetLabels()).To(Equal(gatewayLabels))
+		Expect(ef.Spec.ConfigPatches).To(HaveLen(len(apiHosts)))
+		Expect(ef.Spec.ConfigPatches[0].Match.GetListener().GetName()).To(Equal("0.0.0.0_9443"))
+		Expect(ef.Spec.ConfigPatches[0].Match.GetListener().GetFilterChain().GetSni()).To(Equal(apiHosts[0]))
+		content := toJSON(ef)
+		for _, want := range []string{`"address_prefix":"1.2.3.0"`, `"address_prefix":"2001:db8::"`, `"address_prefix":"10.1.0.0"`, `"address_prefix":"10.2.0.0"`,
+			`"address_prefix":"10.250.0.0"`, `"address_prefix":"203.0.113.7"`, `"address_prefix":"198.51.100.0"`, `"address_prefix":"192.0.2.0"`,
+			"envoy.extensions.filters.network.rbac.v3.RBAC"} {
+			Expect(content).To(ContainSubstring(want))
+		}
+		// ALLOW is RBAC's default action, which protojson leaves out.
+		Expect(content).NotTo(ContainSubstring(`"action":"DENY"`))
+
+		By("Deploying one shared HTTP-CONNECT filter in the ingress namespace")
+		shared, err := managedResourceObjects(ingressNamespace, aclcontroller.SharedManagedResourceName)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(shared).To(HaveLen(1))
+		sharedJSON := toJSON(shared[0])
+		for _, want := range []string{"EXTENSION_CONFIG", "config_discovery", "envoy.extensions.filters.http.rbac.v3.RBAC", "X-Gardener-Destination",
+			"." + shootNamespace + ".svc.cluster.local", `"address_prefix":"1.2.3.0"`, `"address_prefix":"192.0.2.0"`, "envoy.matching.custom_matchers.trie_matcher", "HttpRequestHeaderMatchInput"} {
+			Expect(sharedJSON).To(ContainSubstring(want))
+		}
+	})
+
+	It("injects the policy into Gardener's per-shoot EnvoyFilter when it is created, and no longer deploys its own", func() {
+		ef := gardenersEnvoyFilter(gardenerFilter)
+		Expect(testClient.Create(ctx(), ef)).To(Succeed())
+		// The create response is what the webhook made of it.
+		Expect(injectedPatches(ef)).To(Equal(len(apiHosts)))
+		Expect(ef.Spec.ConfigPatches).To(HaveLen(1 + len(apiHosts)))
+		Expect(toJSON(ef)).To(ContainSubstring(`"address_prefix":"1.2.3.0"`))
+
+		By("Leaving other shoots' EnvoyFilters alone")
+		other := gardenersEnvoyFilter("shoot--other--b-istio-tls-termination")
+		Expect(testClient.Create(ctx(), other)).To(Succeed())
+		Expect(other.Spec.ConfigPatches).To(HaveLen(1))
+
+		By("Dropping the shoot's own EnvoyFilter, the policy being evaluated once")
+		Eventually(func(g Gomega) {
+			objs, err := managedResourceObjects(shootNamespace, aclcontroller.ManagedResourceName)
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(envoyFilterNamed(objs, ingressNamespace, "acl-"+shootNamespace)).To(BeNil())
+		}).WithTimeout(timeout).Should(Succeed())
+	})
+
+	It("refuses an invalid providerConfig with an error naming field and value, and changes nothing", func() {
+		Expect(testClient.Get(ctx(), client.ObjectKeyFromObject(ex), ex)).To(Succeed())
+		statusBefore := string(ex.Status.ProviderStatus.Raw)
+		mrBefore := &resourcesv1alpha1.ManagedResource{}
+		Expect(testClient.Get(ctx(), client.ObjectKey{Namespace: shootNamespace, Name: aclcontroller.ManagedResourceName}, mrBefore)).To(Succeed())
+		gardenerBefore := &istionetworkingv1alpha3.EnvoyFilter{}
+		Expect(testClient.Get(ctx(), client.ObjectKey{Namespace: ingressNamespace, Name: gardenerFilter}, gardenerBefore)).To(Succeed())
+
+		patch := client.MergeFrom(ex.DeepCopy())
+		ex.Spec.ProviderConfig = &runtime.RawExtension{Raw: []byte(`{"rule":{"action":"ALLOW","type":"remote_ip","cidrs":["10.0.0.0/8","1.2.3.400/24"]}}`)}
+		Expect(testClient.Patch(ctx(), ex, patch)).To(Succeed())
+
+		Eventually(func(g Gomega) {
+			g.Expect(testClient.Get(ctx(), client.ObjectKeyFromObject(ex), ex)).To(Succeed())
+			g.Expect(ex.Status.LastError).NotTo(BeNil())
+			g.Expect(ex.Status.LastError.Description).To(ContainSubstring("providerConfig.rule.cidrs[1]"))
+			g.Expect(ex.Status.LastError.Description).To(ContainSubstring("1.2.3.400/24"))
+		}).WithTimeout(timeout).Should(Succeed())
+
+		Expect(string(ex.Status.ProviderStatus.Raw)).To(Equal(statusBefore))
+		mrAfter := &resourcesv1alpha1.ManagedResource{}
+		Expect(testClient.Get(ctx(), client.ObjectKey{Namespace: shootNamespace, Name: aclcontroller.ManagedResourceName}, mrAfter)).To(Succeed())
+		Expect(mrAfter.ResourceVersion).To(Equal(mrBefore.ResourceVersion))
+		gardenerAfter := &istionetworkingv1alpha3.EnvoyFilter{}
+		Expect(testClient.Get(ctx(), client.ObjectKey{Namespace: ingressNamespace, Name: gardenerFilter}, gardenerAfter)).To(Succeed())
+		Expect(gardenerAfter.ResourceVersion).To(Equal(gardenerBefore.ResourceVersion))
+	})
+
+	It("re-injects a changed rule into Gardener's EnvoyFilter and the shared filter", func() {
+		Expect(testClient.Get(ctx(), client.ObjectKeyFromObject(ex), ex)).To(Succeed())
+		patch := client.MergeFrom(ex.DeepCopy())
+		ex.Spec.ProviderConfig = rule("allow", "5.6.7.0/24")
+		Expect(testClient.Patch(ctx(), ex, patch)).To(Succeed())
+
+		Eventually(func(g Gomega) {
+			ef := &istionetworkingv1alpha3.EnvoyFilter{}
+			g.Expect(testClient.Get(ctx(), client.ObjectKey{Namespace: ingressNamespace, Name: gardenerFilter}, ef)).To(Succeed())
+			content := toJSON(ef)
+			g.Expect(content).To(ContainSubstring(`"address_prefix":"5.6.7.0"`))
+			g.Expect(content).NotTo(ContainSubstring(`"address_prefix":"1.2.3.0"`))
+			g.Expect(injectedPatches(ef)).To(Equal(len(apiHosts)))
+		}).WithTimeout(timeout).Should(Succeed())
+		Eventually(func(g Gomega) {
+			shared, err := managedResourceObjects(ingressNamespace, aclcontroller.SharedManagedResourceName)
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(toJSON(shared)).To(ContainSubstring(`"address_prefix":"5.6.7.0"`))
+			g.Expect(toJSON(shared)).NotTo(ContainSubstring(`"address_prefix":"1.2.3.0"`))
+		}).WithTimeout(timeout).Should(Succeed())
+	})
+
+	It("keeps one shared HTTP-CONNECT filter per ingress namespace whatever the number of shoots, and serves zonal gateways", func() {
+		Expect(testClient.Create(ctx(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: zonalNamespace, Labels: map[string]string{"gardener.cloud/role": "istio-ingress"}}})).To(Succeed())
+		Expect(testClient.Create(ctx(), &corev1.Service{
+			ObjectMeta: metav1.ObjectMeta{Name: "istio-ingressgateway", Namespace: zonalNamespace, Labels: zonalLabels},
+			Spec:       corev1.ServiceSpec{Selector: zonalLabels, Ports: []corev1.ServicePort{{Name: "https", Port: 443, TargetPort: intstr.FromInt32(9443)}}},
+		})).To(Succeed())
+		createShoot("shoot--acl--b", []string{"api.b.acl.example.com"}, gatewayLabels)
+		createShoot("shoot--acl--c", []string{"api.c.acl.example.com"}, zonalLabels)
+		for ns, cfg := range map[string]*runtime.RawExtension{"shoot--acl--b": rule("DENY", "192.0.2.128/25", "10.250.7.0/24"), "shoot--acl--c": rule("ALLOW", "9.9.9.0/24")} {
+			Expect(testClient.Create(ctx(), &extensionsv1alpha1.Extension{
+				ObjectMeta: metav1.ObjectMeta{Name: "acl", Namespace: ns},
+				Spec:       extensionsv1alpha1.ExtensionSpec{DefaultSpec: extensionsv1alpha1.DefaultSpec{Type: aclcontroller.Type, ProviderConfig: cfg}},
+			})).To(Succeed())
+		}
+		for _, ns := range []string{"shoot--acl--b", "shoot--acl--c"} {
+			Eventually(func(g Gomega) {
+				other := &extensionsv1alpha1.Extension{}
+				g.Expect(testClient.Get(ctx(), client.ObjectKey{Namespace: ns, Name: "acl"}, other)).To(Succeed())
+				g.Expect(other.Status.LastOperation).NotTo(BeNil())
+				g.Expect(other.Status.LastOperation.State).To(Equal(v1beta1.LastOperationStateSucceeded))
+			}).WithTimeout(timeout).Should(Succeed())
+		}
+
+		By("Denying only what is not always allowed for a DENY rule")
+		b := &extensionsv1alpha1.Extension{}
+		Expect(testClient.Get(ctx(), client.ObjectKey{Namespace: "shoot--acl--b", Name: "acl"}, b)).To(Succeed())
+		Expect(providerStatus(b).DeniedCIDRs).To(ConsistOf("192.0.2.128/25"))
+
+		By("Serving the zonal shoot from the zonal ingress namespace only")
+		c := &extensionsv1alpha1.Extension{}
+		Expect(testClient.Get(ctx(), client.ObjectKey{Namespace: "shoot--acl--c", Name: "acl"}, c)).To(Succeed())
+		Expect(providerStatus(c).IngressNamespaces).To(ConsistOf(zonalNamespace))
+		objs, err := managedResourceObjects("shoot--acl--c", aclcontroller.ManagedResourceName)
+		Expect(err).NotTo(HaveOccurred())
+		ef := envoyFilterNamed(objs, zonalNamespace, "acl-shoot--acl--c")
+		Expect(ef).NotTo(BeNil())
+		Expect(ef.Spec.WorkloadSelector.GetLabels()).To(Equal(zonalLabels))
+
+		Eventually(func(g Gomega) {
+			shared, err := managedResourceObjects(ingressNamespace, aclcontroller.SharedManagedResourceName)
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(shared).To(HaveLen(1))
+			content := toJSON(shared)
+			g.Expect(content).To(ContainSubstring(".shoot--acl--a.svc.cluster.local"))
+			g.Expect(content).To(ContainSubstring(".shoot--acl--b.svc.cluster.local"))
+			g.Expect(content).NotTo(ContainSubstring("shoot--acl--c"))
+			zonal, err := managedResourceObjects(zonalNamespace, aclcontroller.SharedManagedResourceName)
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(zonal).To(HaveLen(1))
+			g.Expect(toJSON(zonal)).To(ContainSubstring(".shoot--acl--c.svc.cluster.local"))
+			g.Expect(toJSON(zonal)).NotTo(ContainSubstring("shoot--acl--a"))
+		}).WithTimeout(timeout).Should(Succeed())
+	})
+
+	It("follows a shoot whose Gateway moves to another ingress gateway", func() {
+		gw := &istionetworkingv1beta1.Gateway{}
+		Expect(testClient.Get(ctx(), client.ObjectKey{Namespace: "shoot--acl--c", Name: "kube-apiserver"}, gw)).To(Succeed())
+		gw.Spec.Selector = gatewayLabels
+		Expect(testClient.Update(ctx(), gw)).To(Succeed())
+
+		Eventually(func(g Gomega) {
+			c := &extensionsv1alpha1.Extension{}
+			g.Expect(testClient.Get(ctx(), client.ObjectKey{Namespace: "shoot--acl--c", Name: "acl"}, c)).To(Succeed())
+			g.Expect(providerStatus(c).IngressNamespaces).To(ConsistOf(ingressNamespace))
+			objs, err := managedResourceObjects("shoot--acl--c", aclcontroller.ManagedResourceName)
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(envoyFilterNamed(objs, ingressNamespace, "acl-shoot--acl--c")).NotTo(BeNil())
+			g.Expect(envoyFilterNamed(objs, zonalNamespace, "acl-shoot--acl--c")).To(BeNil())
+			shared, err := managedResourceObjects(ingressNamespace, aclcontroller.SharedManagedResourceName)
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(toJSON(shared)).To(ContainSubstring(".shoot--acl--c.svc.cluster.local"))
+			// The zonal gateway serves no ACL shoot any more: its shared filter is gone.
+			g.Expect(testClient.Get(ctx(), client.ObjectKey{Namespace: zonalNamespace, Name: aclcontroller.SharedManagedResourceName}, &resourcesv1alpha1.ManagedResource{})).To(Satisfy(apierrors.IsNotFound))
+		}).WithTimeout(timeout).Should(Succeed())
+	})
+
+	It("removes a migrated shoot's enforcement from this seed", func() {
+		b := &extensionsv1alpha1.Extension{}
+		Expect(testClient.Get(ctx(), client.ObjectKey{Namespace: "shoot--acl--b", Name: "acl"}, b)).To(Succeed())
+		patch := client.MergeFrom(b.DeepCopy())
+		metav1.SetMetaDataAnnotation(&b.ObjectMeta, "gardener.cloud/operation", "migrate")
+		// The test manager ignores the operation annotation and reacts to generation changes only,
+		// so the spec changes too (same rule, other order).
+		b.Spec.ProviderConfig = rule("DENY", "10.250.7.0/24", "192.0.2.128/25")
+		Expect(testClient.Patch(ctx(), b, patch)).To(Succeed())
+
+		Eventually(func(g Gomega) {
+			g.Expect(testClient.Get(ctx(), client.ObjectKeyFromObject(b), b)).To(Succeed())
+			g.Expect(b.Status.LastOperation.Type).To(Equal(v1beta1.LastOperationTypeMigrate))
+			g.Expect(b.Status.LastOperation.State).To(Equal(v1beta1.LastOperationStateSucceeded))
+			g.Expect(b.Finalizers).To(BeEmpty())
+		}).WithTimeout(timeout).Should(Succeed())
+		Expect(testClient.Get(ctx(), client.ObjectKey{Namespace: "shoot--acl--b", Name: aclcontroller.ManagedResourceName}, &resourcesv1alpha1.ManagedResource{})).To(Satisfy(apierrors.IsNotFound))
+		shared, err := managedResourceObjects(ingressNamespace, aclcontroller.SharedManagedResourceName)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(toJSON(shared)).NotTo(ContainSubstring("shoot--acl--b"))
+		Expect(toJSON(shared)).To(ContainSubstring(".shoot--acl--a.svc.cluster.local"))
+	})
+
+	It("puts the shoot's own EnvoyFilter back when Gardener rewrites its EnvoyFilter while the webhook is down", func() {
+		Expect(testClient.Delete(ctx(), &admissionregistrationv1.MutatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: aclwebhook.Name}})).To(Succeed())
+
+		ef := &istionetworkingv1alpha3.EnvoyFilter{}
+		Expect(testClient.Get(ctx(), client.ObjectKey{Namespace: ingressNamespace, Name: gardenerFilter}, ef)).To(Succeed())
+		ef.Spec.ConfigPatches = gardenersEnvoyFilter(gardenerFilter).Spec.ConfigPatches
+		Expect(testClient.Update(ctx(), ef)).To(Succeed())
+		Expect(injectedPatches(ef)).To(BeZero())
+
+		Eventually(func(g Gomega) {
+			objs, err := managedResourceObjects(shootNamespace, aclcontroller.ManagedResourceName)
+			g.Expect(err).NotTo(HaveOccurred())
+			own := envoyFilterNamed(objs, ingressNamespace, "acl-"+shootNamespace)
+			g.Expect(own).NotTo(BeNil())
+			g.Expect(toJSON(own)).To(ContainSubstring(`"address_prefix":"5.6.7.0"`))
+		}).WithTimeout(timeout).Should(Succeed())
+	})
+
+	It("removes everything it created when the Extension is deleted", func() {
+		Expect(testClient.Delete(ctx(), ex)).To(Succeed())
+		Eventually(func() bool {
+			return apierrors.IsNotFound(testClient.Get(ctx(), client.ObjectKeyFromObject(ex), &extensionsv1alpha1.Extension{}))
+		}).WithTimeout(timeout).Should(BeTrue())
+
+		Expect(apierrors.IsNotFound(testClient.Get(ctx(), client.ObjectKey{Namespace: shootNamespace, Name: aclcontroller.ManagedResourceName}, &resourcesv1alpha1.ManagedResource{}))).To(BeTrue())
+
+		By("Keeping the shared filter for the other shoot on the gateway, without the deleted one")
+		shared, err := managedResourceObjects(ingressNamespace, aclcontroller.SharedManagedResourceName)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(toJSON(shared)).NotTo(ContainSubstring("shoot--acl--a"))
+		Expect(toJSON(shared)).To(ContainSubstring(".shoot--acl--c.svc.cluster.local"))
+
+		By("Removing the shared filter with the last ACL shoot of the gateway")
+		c := &extensionsv1alpha1.Extension{ObjectMeta: metav1.ObjectMeta{Namespace: "shoot--acl--c", Name: "acl"}}
+		Expect(testClient.Delete(ctx(), c)).To(Succeed())
+		Eventually(func() bool {
+			return apierrors.IsNotFound(testClient.Get(ctx(), client.ObjectKeyFromObject(c), &extensionsv1alpha1.Extension{}))
+		}).WithTimeout(timeout).Should(BeTrue())
+		Expect(apierrors.IsNotFound(testClient.Get(ctx(), client.ObjectKey{Namespace: ingressNamespace, Name: aclcontroller.SharedManagedResourceName}, &resourcesv1alpha1.ManagedResource{}))).To(BeTrue())
+		secrets := &corev1.SecretList{}
+		Expect(testClient.List(ctx(), secrets, client.InNamespace(ingressNamespace))).To(Succeed())
+		Expect(secrets.Items).To(BeEmpty())
+		Expect(testClient.List(ctx(), secrets, client.InNamespace(shootNamespace))).To(Succeed())
+		Expect(secrets.Items).To(BeEmpty())
+		Expect(testClient.Get(ctx(), client.ObjectKey{Namespace: ingressNamespace, Name: "acl-" + shootNamespace}, &istionetworkingv1alpha3.EnvoyFilter{})).To(Satisfy(apierrors.IsNotFound))
+
+		ef := &istionetworkingv1alpha3.EnvoyFilter{}
+		Expect(testClient.Get(ctx(), client.ObjectKey{Namespace: ingressNamespace, Name: gardenerFilter}, ef)).To(Succeed())
+		Expect(injectedPatches(ef)).To(BeZero())
+		Expect(ef.Spec.ConfigPatches).To(HaveLen(1))
+		Expect(ef.Annotations).NotTo(HaveKey(aclcontroller.PolicyHashAnnotation))
+	})
+})
