@@ -17,14 +17,17 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	firewallv1alpha1 "github.com/metal-firewall/gardener-extension-firewall/pkg/apis/firewall/v1alpha1"
+	aclcontroller "github.com/metal-firewall/gardener-extension-firewall/pkg/controller/acl"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/controller/csrapprover"
 	firewallcontroller "github.com/metal-firewall/gardener-extension-firewall/pkg/controller/firewall"
 	firewallhealthcheck "github.com/metal-firewall/gardener-extension-firewall/pkg/controller/firewall/healthcheck"
 	firewallmanager "github.com/metal-firewall/gardener-extension-firewall/pkg/controller/manager"
 	managerfirewall "github.com/metal-firewall/gardener-extension-firewall/pkg/controller/manager/firewall"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/controller/manager/machine/local"
+	aclwebhook "github.com/metal-firewall/gardener-extension-firewall/pkg/webhook/acl"
 )
 
 // Version is set at build time with -ldflags -X .../app.Version=v1.2.3.
@@ -91,6 +94,7 @@ func run(ctx context.Context, opts *Options) error {
 		LeaderElectionNamespace: opts.LeaderElectionNamespace,
 		Metrics:                 metricsserver.Options{BindAddress: opts.MetricsBindAddress},
 		HealthProbeBindAddress:  opts.HealthProbeBindAddress,
+		WebhookServer:           webhook.NewServer(webhook.Options{Port: opts.WebhookPort, CertDir: opts.WebhookCertDir}),
 	})
 	if err != nil {
 		return err
@@ -126,6 +130,16 @@ func run(ctx context.Context, opts *Options) error {
 	}
 	if err := firewallcontroller.AddToManagerWithOptions(ctx, mgr, firewallcontroller.AddOptions{IgnoreOperationAnnotation: opts.IgnoreOperationAnnotation}); err != nil {
 		return err
+	}
+	if err := aclcontroller.AddToManagerWithOptions(ctx, mgr, aclcontroller.AddOptions{
+		IgnoreOperationAnnotation: opts.IgnoreOperationAnnotation, Config: opts.ACL,
+	}); err != nil {
+		return err
+	}
+	if opts.WebhookCertDir != "" {
+		if err := aclwebhook.AddToManager(mgr); err != nil {
+			return err
+		}
 	}
 	if err := firewallhealthcheck.AddToManager(mgr, firewallcontroller.Type, firewallcontroller.DeploymentName, firewallhealthcheck.DefaultSyncPeriod); err != nil {
 		return err

@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	aclcontroller "github.com/metal-firewall/gardener-extension-firewall/pkg/controller/acl"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/controller/csrapprover"
 	firewallmanager "github.com/metal-firewall/gardener-extension-firewall/pkg/controller/manager"
 )
@@ -35,6 +36,11 @@ type Options struct {
 	HeartbeatTimeout  time.Duration
 	CSRMaxDuration    time.Duration
 	BootstrapValidity time.Duration
+
+	// ACL is the operator's configuration of the acl extension.
+	ACL            aclcontroller.Config
+	WebhookPort    int
+	WebhookCertDir string
 }
 
 // AddFlags registers the flags; README.md documents each of them.
@@ -57,6 +63,9 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.HeartbeatTimeout, "heartbeat-timeout", firewallmanager.DefaultHeartbeatTimeout, "how old an agent's last report may be for its Firewall to count as connected")
 	fs.DurationVar(&o.CSRMaxDuration, "csr-max-duration", csrapprover.DefaultMaxDuration, "longest certificate validity an agent may ask for")
 	fs.DurationVar(&o.BootstrapValidity, "bootstrap-token-validity", time.Hour, "life of a firewall's bootstrap token (at most 1h)")
+	o.ACL.AddFlags(fs)
+	fs.IntVar(&o.WebhookPort, "webhook-port", 9443, "port of the EnvoyFilter webhook")
+	fs.StringVar(&o.WebhookCertDir, "webhook-cert-dir", "", "folder with tls.crt and tls.key of the webhook server; empty disables the webhook (the acl controller then deploys each shoot's own filter itself)")
 }
 
 // Validate checks the flags before anything starts.

@@ -43,5 +43,6 @@ var _ = Describe("Options", func() {
 			Expect(scheme.AllKnownTypes()).To(HaveKey(HaveField("Kind", kind)))
 		}
 		Expect(scheme.AllKnownTypes()).To(HaveKey(HaveField("Kind", "FirewallDeployment")))
+		Expect(scheme.AllKnownTypes()).To(HaveKey(HaveField("Kind", "EnvoyFilter")), "the acl controller writes Istio objects")
 	})
 })
