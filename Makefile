@@ -4,7 +4,9 @@
 SHELL := /usr/bin/env bash -o pipefail
 
 REPO_ROOT          := $(shell pwd)
-TOOLS_BIN          := $(REPO_ROOT)/hack/tools/bin
+# Tools are cached outside the clone, like the control-plane binaries, so fresh
+# clones and CI reuse them; versioned file names make a pin change rebuild.
+TOOLS_BIN          ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/gardener-extension-firewall/tools
 GOLANGCI_LINT_VERSION ?= v2.11.4
 GOLANGCI_LINT      := $(TOOLS_BIN)/golangci-lint-$(GOLANGCI_LINT_VERSION)
 CONTROLLER_GEN_VERSION ?= v0.22.0
