@@ -3,7 +3,6 @@ package validation
 import (
 	"bytes"
 	"encoding/json"
-	"fmt"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
@@ -13,18 +12,24 @@ import (
 // DecodeFirewallExtensionConfig decodes a `firewall` extension's
 // providerConfig strictly and validates it; errors are under `providerConfig`.
 func DecodeFirewallExtensionConfig(raw []byte) (*firewallv1alpha1.FirewallExtensionConfig, error) {
-	fldPath := field.NewPath("providerConfig")
+	cfg, errs := DecodeFirewallExtensionConfigAt(raw, field.NewPath("providerConfig"))
+	return cfg, errs.ToAggregate()
+}
+
+// DecodeFirewallExtensionConfigAt is DecodeFirewallExtensionConfig with the
+// errors under fldPath, e.g. spec.extensions[2].providerConfig of a Shoot.
+func DecodeFirewallExtensionConfigAt(raw []byte, fldPath *field.Path) (*firewallv1alpha1.FirewallExtensionConfig, field.ErrorList) {
 	if len(bytes.TrimSpace(raw)) == 0 {
-		return nil, field.ErrorList{field.Required(fldPath, "size, image, partition, project and networks are required")}.ToAggregate()
+		return nil, field.ErrorList{field.Required(fldPath, "size, image, partition, project and networks are required")}
 	}
 	cfg := &firewallv1alpha1.FirewallExtensionConfig{}
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(cfg); err != nil {
-		return nil, fmt.Errorf("%s: %w", fldPath, err)
+		return nil, field.ErrorList{field.Invalid(fldPath, string(raw), err.Error())}
 	}
 	if errs := ValidateFirewallExtensionConfig(cfg, fldPath); len(errs) > 0 {
-		return nil, errs.ToAggregate()
+		return nil, errs
 	}
 	return cfg, nil
 }

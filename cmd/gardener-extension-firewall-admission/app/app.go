@@ -1,0 +1,83 @@
+// Package app holds the gardener-extension-firewall-admission command.
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	"sigs.k8s.io/controller-runtime/pkg/webhook"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	aclvalidation "github.com/metal-firewall/gardener-extension-firewall/pkg/apis/acl/validation"
+	shootwebhook "github.com/metal-firewall/gardener-extension-firewall/pkg/webhook/shoot"
+)
+
+// Options are the command line flags.
+type Options struct {
+	Host     string
+	Port     int
+	CertDir  string
+	MaxCIDRs int
+}
+
+// AddFlags registers the flags.
+func (o *Options) AddFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&o.Host, "host", "", "address to listen on (all when empty)")
+	fs.IntVar(&o.Port, "port", 9443, "port to serve the admission webhook on")
+	fs.StringVar(&o.CertDir, "cert-dir", "", "folder with tls.crt and tls.key (required)")
+	fs.IntVar(&o.MaxCIDRs, "acl-max-cidrs", aclvalidation.DefaultMaxCIDRs, "largest number of CIDRs in one shoot's acl rule")
+}
+
+// Validate checks the flags.
+func (o *Options) Validate() error {
+	if o.CertDir == "" {
+		return errors.New("--cert-dir is required: the garden's kube-apiserver only calls webhooks over TLS")
+	}
+	if _, err := os.Stat(o.CertDir); err != nil {
+		return fmt.Errorf("--cert-dir: %w", err)
+	}
+	return nil
+}
+
+// Main runs the command and returns the exit code.
+func Main() int {
+	if err := NewCommand().ExecuteContext(ctrl.SetupSignalHandler()); err != nil {
+		fmt.Fprintln(os.Stderr, "error:", err)
+		return 1
+	}
+	return 0
+}
+
+// NewCommand returns the command.
+func NewCommand() *cobra.Command {
+	opts := &Options{}
+	cmd := &cobra.Command{
+		Use:           "gardener-extension-firewall-admission",
+		Short:         "Garden admission for Shoots using the firewall and acl extensions",
+		Args:          cobra.NoArgs,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := opts.Validate(); err != nil {
+				return err
+			}
+			return Serve(cmd.Context(), opts)
+		},
+	}
+	opts.AddFlags(cmd.Flags())
+	return cmd
+}
+
+// Serve serves the Shoot validator at shootwebhook.Path until ctx ends.
+func Serve(ctx context.Context, opts *Options) error {
+	ctrl.SetLogger(zap.New())
+	server := webhook.NewServer(webhook.Options{Host: opts.Host, Port: opts.Port, CertDir: opts.CertDir})
+	server.Register(shootwebhook.Path, &admission.Webhook{Handler: &shootwebhook.Validator{ACLLimits: aclvalidation.Limits{MaxCIDRs: opts.MaxCIDRs}}})
+	return server.Start(ctx)
+}
