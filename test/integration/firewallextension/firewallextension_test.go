@@ -148,7 +148,7 @@ var _ = Describe("Extension firewall", func() {
 		Expect(seedA.client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: "shoot-access-firewall-agent"}, &corev1.Secret{})).To(Succeed(),
 			"the TokenRequestor's shoot access secret exists")
 		for _, s := range bootstrapTokens(ctx, seedA, namespace) {
-			Expect(s.Type).To(Equal(corev1.SecretType(bootstraptokenapi.SecretTypeBootstrapToken)))
+			Expect(s.Type).To(Equal(bootstraptokenapi.SecretTypeBootstrapToken))
 		}
 
 		By("migrating away from seed A")
