@@ -27,6 +27,7 @@ import (
 	firewallmanager "github.com/metal-firewall/gardener-extension-firewall/pkg/controller/manager"
 	managerfirewall "github.com/metal-firewall/gardener-extension-firewall/pkg/controller/manager/firewall"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/controller/manager/machine/local"
+	aclhealthcheck "github.com/metal-firewall/gardener-extension-firewall/pkg/controller/acl/healthcheck"
 	aclwebhook "github.com/metal-firewall/gardener-extension-firewall/pkg/webhook/acl"
 )
 
@@ -142,6 +143,9 @@ func run(ctx context.Context, opts *Options) error {
 		}
 	}
 	if err := firewallhealthcheck.AddToManager(mgr, firewallcontroller.Type, firewallcontroller.DeploymentName, firewallhealthcheck.DefaultSyncPeriod); err != nil {
+		return err
+	}
+	if err := aclhealthcheck.AddToManager(mgr, aclhealthcheck.DefaultSyncPeriod); err != nil {
 		return err
 	}
 	return mgr.Start(ctx)

@@ -407,6 +407,31 @@ func (a *actuator) triggerInjection(ctx context.Context, log logr.Logger, ingres
 	return sameInjection(ef.Spec.ConfigPatches, wanted), nil
 }
 
+// InjectionCurrent tells whether Gardener's per-shoot EnvoyFilter carries
+// exactly the policy of the acl Extension's status; the health check uses it
+// to report drift.
+func InjectionCurrent(ef *istionetworkingv1alpha3.EnvoyFilter, ex *extensionsv1alpha1.Extension) (bool, error) {
+	policy, hosts, ok := PolicyFromStatus(ex)
+	if !ok {
+		return true, nil
+	}
+	wanted, err := envoy.NetworkFilterPatches(hosts, policy)
+	if err != nil {
+		return false, err
+	}
+	return sameInjection(ef.Spec.ConfigPatches, wanted), nil
+}
+
+// IngressNamespacesFromStatus are the ingress namespaces an acl Extension's
+// status says its policy is deployed to.
+func IngressNamespacesFromStatus(ex *extensionsv1alpha1.Extension) []string {
+	st, err := decodeStatus(ex)
+	if err != nil || st == nil {
+		return nil
+	}
+	return st.IngressNamespaces
+}
+
 // sameInjection tells whether exactly the wanted patches are injected.
 func sameInjection(patches, wanted []*istioapinetworkingv1alpha3.EnvoyFilter_EnvoyConfigObjectPatch) bool {
 	injected := 0

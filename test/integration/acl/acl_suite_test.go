@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	aclcontroller "github.com/metal-firewall/gardener-extension-firewall/pkg/controller/acl"
+	aclhealthcheck "github.com/metal-firewall/gardener-extension-firewall/pkg/controller/acl/healthcheck"
 	aclwebhook "github.com/metal-firewall/gardener-extension-firewall/pkg/webhook/acl"
 	"github.com/metal-firewall/gardener-extension-firewall/test/testenv"
 )
@@ -81,6 +82,7 @@ var _ = BeforeSuite(func() {
 		Config:                    aclcontroller.Config{AlwaysAllowedCIDRs: []string{operatorCIDR}},
 	})).To(Succeed())
 	Expect(aclwebhook.AddToManager(mgr)).To(Succeed())
+	Expect(aclhealthcheck.AddToManager(mgr, time.Second)).To(Succeed())
 
 	go func() {
 		defer GinkgoRecover()

@@ -257,6 +257,9 @@ var _ = Describe("Extension acl", Ordered, func() {
 			g.Expect(err).NotTo(HaveOccurred())
 			g.Expect(envoyFilterNamed(objs, ingressNamespace, "acl-"+shootNamespace)).To(BeNil())
 		}).WithTimeout(timeout).Should(Succeed())
+
+		By("Reporting healthy once gardener-resource-manager (played here) has applied the ManagedResource")
+		Eventually(systemComponentsHealthy(shootNamespace)).WithTimeout(timeout).Should(HaveField("Status", v1beta1.ConditionTrue))
 	})
 
 	It("refuses an invalid providerConfig with an error naming field and value, and changes nothing", func() {
@@ -424,6 +427,12 @@ var _ = Describe("Extension acl", Ordered, func() {
 			g.Expect(own).NotTo(BeNil())
 			g.Expect(toJSON(own)).To(ContainSubstring(`"address_prefix":"5.6.7.0"`))
 		}).WithTimeout(timeout).Should(Succeed())
+
+		By("Reporting the drift in the shoot's health")
+		Eventually(func() string {
+			c := systemComponentsHealthy(shootNamespace)()
+			return string(c.Status) + ": " + c.Message
+		}).WithTimeout(timeout).Should(And(HavePrefix("Progressing"), ContainSubstring("not injected into "+ingressNamespace+"/"+gardenerFilter)))
 	})
 
 	It("removes everything it created when the Extension is deleted", func() {
@@ -461,3 +470,37 @@ var _ = Describe("Extension acl", Ordered, func() {
 		Expect(ef.Annotations).NotTo(HaveKey(aclcontroller.PolicyHashAnnotation))
 	})
 })
+
+// markManagedResourceHealthy plays gardener-resource-manager: the ManagedResource is applied and healthy.
+func markManagedResourceHealthy(namespace, name string) {
+	Eventually(func() error {
+		mr := &resourcesv1alpha1.ManagedResource{}
+		if err := testClient.Get(ctx(), client.ObjectKey{Namespace: namespace, Name: name}, mr); err != nil {
+			return err
+		}
+		mr.Status.ObservedGeneration = mr.Generation
+		now := metav1.Now()
+		mr.Status.Conditions = []v1beta1.Condition{
+			{Type: resourcesv1alpha1.ResourcesApplied, Status: v1beta1.ConditionTrue, LastTransitionTime: now, LastUpdateTime: now, Reason: "ApplySucceeded", Message: "applied"},
+			{Type: resourcesv1alpha1.ResourcesHealthy, Status: v1beta1.ConditionTrue, LastTransitionTime: now, LastUpdateTime: now, Reason: "ResourcesHealthy", Message: "healthy"},
+			{Type: resourcesv1alpha1.ResourcesProgressing, Status: v1beta1.ConditionFalse, LastTransitionTime: now, LastUpdateTime: now, Reason: "ResourcesRolledOut", Message: "rolled out"},
+		}
+		return testClient.Status().Update(ctx(), mr)
+	}).Should(Succeed())
+}
+
+// systemComponentsHealthy returns the acl Extension's SystemComponentsHealthy condition, playing
+// gardener-resource-manager for its ManagedResource on every poll (the controller may update it).
+func systemComponentsHealthy(namespace string) func() v1beta1.Condition {
+	return func() v1beta1.Condition {
+		markManagedResourceHealthy(namespace, aclcontroller.ManagedResourceName)
+		ex := &extensionsv1alpha1.Extension{}
+		Expect(testClient.Get(ctx(), client.ObjectKey{Namespace: namespace, Name: "acl"}, ex)).To(Succeed())
+		for _, c := range ex.Status.Conditions {
+			if c.Type == v1beta1.ShootSystemComponentsHealthy {
+				return c
+			}
+		}
+		return v1beta1.Condition{}
+	}
+}

@@ -106,8 +106,12 @@ var _ = Describe("Control plane built from source", func() {
 		_, err := seedAdmin.CoreV1().Secrets(metav1.NamespaceSystem).Create(ctx, secret, metav1.CreateOptions{})
 		Expect(err).NotTo(HaveOccurred())
 
-		user, err := whoAmI(ctx, seed.WithBearerToken(token))
-		Expect(err).NotTo(HaveOccurred())
+		// kube-apiserver reads bootstrap tokens from an informer: a new one takes a moment.
+		var user authenticationv1.UserInfo
+		Eventually(func() (err error) {
+			user, err = whoAmI(ctx, seed.WithBearerToken(token))
+			return err
+		}).WithTimeout(30 * time.Second).Should(Succeed())
 		Expect(user.Username).To(Equal("system:bootstrap:" + token[:6]))
 		Expect(user.Groups).To(ContainElements("system:bootstrappers", "system:bootstrappers:test:fw-1"))
 

@@ -10,6 +10,7 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	authenticationv1 "k8s.io/api/authentication/v1"
 	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -47,6 +48,13 @@ var _ = Describe("Firewall agent credentials", func() {
 		Expect(err).NotTo(HaveOccurred())
 		cfg, err := clientcmd.RESTConfigFromKubeConfig(kubeconfig)
 		Expect(err).NotTo(HaveOccurred())
+		// kube-apiserver reads bootstrap tokens from an informer: wait until it knows this one.
+		cs, err := kubernetes.NewForConfig(cfg)
+		Expect(err).NotTo(HaveOccurred())
+		Eventually(func() error {
+			_, err := cs.AuthenticationV1().SelfSubjectReviews().Create(ctx, &authenticationv1.SelfSubjectReview{}, metav1.CreateOptions{})
+			return err
+		}).WithTimeout(30 * time.Second).Should(Succeed())
 		return cfg
 	}
 

@@ -281,8 +281,12 @@ var _ = Describe("Firewall manager", func() {
 		Expect(err).NotTo(HaveOccurred())
 		cs, err := kubernetes.NewForConfig(cfg)
 		Expect(err).NotTo(HaveOccurred())
-		review, err := cs.AuthenticationV1().SelfSubjectReviews().Create(ctx, &authenticationv1.SelfSubjectReview{}, metav1.CreateOptions{})
-		Expect(err).NotTo(HaveOccurred())
+		// kube-apiserver reads bootstrap tokens from an informer: a new one takes a moment.
+		var review *authenticationv1.SelfSubjectReview
+		Eventually(func() (err error) {
+			review, err = cs.AuthenticationV1().SelfSubjectReviews().Create(ctx, &authenticationv1.SelfSubjectReview{}, metav1.CreateOptions{})
+			return err
+		}).WithTimeout(30 * time.Second).Should(Succeed())
 		Expect(review.Status.UserInfo.Username).To(HavePrefix("system:bootstrap:"))
 		Expect(review.Status.UserInfo.Groups).To(ContainElement(firewallv1alpha1.BootstrapGroup(namespace, fw.Name)))
 
