@@ -21,13 +21,13 @@ import (
 
 	firewallv1alpha1 "github.com/metal-firewall/gardener-extension-firewall/pkg/apis/firewall/v1alpha1"
 	aclcontroller "github.com/metal-firewall/gardener-extension-firewall/pkg/controller/acl"
+	aclhealthcheck "github.com/metal-firewall/gardener-extension-firewall/pkg/controller/acl/healthcheck"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/controller/csrapprover"
 	firewallcontroller "github.com/metal-firewall/gardener-extension-firewall/pkg/controller/firewall"
 	firewallhealthcheck "github.com/metal-firewall/gardener-extension-firewall/pkg/controller/firewall/healthcheck"
 	firewallmanager "github.com/metal-firewall/gardener-extension-firewall/pkg/controller/manager"
 	managerfirewall "github.com/metal-firewall/gardener-extension-firewall/pkg/controller/manager/firewall"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/controller/manager/machine/local"
-	aclhealthcheck "github.com/metal-firewall/gardener-extension-firewall/pkg/controller/acl/healthcheck"
 	aclwebhook "github.com/metal-firewall/gardener-extension-firewall/pkg/webhook/acl"
 )
 
