@@ -28,6 +28,9 @@ import (
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/firewall/bootstrap"
 )
 
+// csrSeconds is the validity test CSRs ask for.
+var csrSeconds int32 = 600
+
 var _ = Describe("Firewall agent credentials", func() {
 	var namespace string
 
@@ -73,7 +76,7 @@ var _ = Describe("Firewall agent credentials", func() {
 		req, err := cs.CertificatesV1().CertificateSigningRequests().Create(ctx, &certificatesv1.CertificateSigningRequest{
 			ObjectMeta: metav1.ObjectMeta{GenerateName: "firewall-"},
 			Spec: certificatesv1.CertificateSigningRequestSpec{
-				Request: csrPEM, SignerName: certificatesv1.KubeAPIServerClientSignerName, Usages: usages, ExpirationSeconds: ptr.To[int32](600),
+				Request: csrPEM, SignerName: certificatesv1.KubeAPIServerClientSignerName, Usages: usages, ExpirationSeconds: ptr.To(csrSeconds),
 			},
 		}, metav1.CreateOptions{})
 		Expect(err).NotTo(HaveOccurred())
@@ -210,6 +213,55 @@ var _ = Describe("Firewall agent credentials", func() {
 		})).To(Succeed())
 		name := createCSR(ctx, bootstrapConfig(ctx, "fw-a"), subjectOf("fw-a"), ecKey(), clientUsages)
 		Eventually(deniedReason(ctx, name)).Should(ContainSubstring("may not create certificatesigningrequests/firewallclient"))
+	})
+
+	It("denies an over-long duration", func(ctx SpecContext) {
+		newFirewall(ctx, "fw-a")
+		Expect(credentials.EnsureAgentRBAC(ctx, testClient, namespace, "fw-a", nil)).To(Succeed())
+		csrSeconds = int32((48 * time.Hour).Seconds())
+		DeferCleanup(func() { csrSeconds = 600 })
+		name := createCSR(ctx, bootstrapConfig(ctx, "fw-a"), subjectOf("fw-a"), ecKey(), clientUsages)
+		Eventually(deniedReason(ctx, name)).Should(ContainSubstring("spec.expirationSeconds 172800 is outside"))
+	})
+
+	It("denies a plain service account that may create CSRs", func(ctx SpecContext) {
+		newFirewall(ctx, "fw-a")
+		Expect(credentials.EnsureAgentRBAC(ctx, testClient, namespace, "fw-a", nil)).To(Succeed())
+		sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "intruder", Namespace: namespace}}
+		Expect(testClient.Create(ctx, sa)).To(Succeed())
+		// Even with the very ClusterRole the agents have, a service account is no firewall.
+		Expect(testClient.Create(ctx, &rbacv1.ClusterRoleBinding{
+			ObjectMeta: metav1.ObjectMeta{GenerateName: "intruder-"},
+			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: credentials.CSRClusterRoleName},
+			Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: sa.Name, Namespace: namespace}},
+		})).To(Succeed())
+		cs, err := kubernetes.NewForConfig(seed.Config)
+		Expect(err).NotTo(HaveOccurred())
+		tr, err := cs.CoreV1().ServiceAccounts(namespace).CreateToken(ctx, sa.Name, &authenticationv1.TokenRequest{
+			Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](600)},
+		}, metav1.CreateOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		cfg := rest.AnonymousClientConfig(seed.Config)
+		cfg.BearerToken = tr.Status.Token
+		name := createCSR(ctx, cfg, subjectOf("fw-a"), ecKey(), clientUsages)
+		Eventually(deniedReason(ctx, name)).Should(ContainSubstring(`requester "system:serviceaccount:` + namespace + `:intruder" is neither`))
+	})
+
+	It("turns an expired bootstrap token away at authentication, before any CSR", func(ctx SpecContext) {
+		newFirewall(ctx, "fw-a")
+		Expect(credentials.EnsureAgentRBAC(ctx, testClient, namespace, "fw-a", nil)).To(Succeed())
+		cfg := bootstrapConfig(ctx, "fw-a")
+		// Expire it: kube-apiserver checks the expiration on every request.
+		secrets := tokenSecrets(ctx, namespace)
+		Expect(secrets).To(HaveLen(1))
+		secrets[0].Data["expiration"] = []byte(time.Now().Add(-time.Minute).UTC().Format(time.RFC3339))
+		Expect(testClient.Update(ctx, &secrets[0])).To(Succeed())
+		cs, err := kubernetes.NewForConfig(cfg)
+		Expect(err).NotTo(HaveOccurred())
+		Eventually(func() error {
+			_, err := cs.AuthenticationV1().SelfSubjectReviews().Create(ctx, &authenticationv1.SelfSubjectReview{}, metav1.CreateOptions{})
+			return err
+		}).WithTimeout(30 * time.Second).Should(Satisfy(apierrors.IsUnauthorized))
 	})
 
 	It("leaves CSRs for other identities alone", func(ctx SpecContext) {

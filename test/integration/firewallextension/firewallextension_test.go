@@ -147,8 +147,16 @@ var _ = Describe("Extension firewall", func() {
 		Expect(provider.Created - createdBefore).To(Equal(1))
 		Expect(seedA.client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: "shoot-access-firewall-agent"}, &corev1.Secret{})).To(Succeed(),
 			"the TokenRequestor's shoot access secret exists")
-		for _, s := range bootstrapTokens(ctx, seedA, namespace) {
-			Expect(s.Type).To(Equal(bootstraptokenapi.SecretTypeBootstrapToken))
+		By("no long-lived credential anywhere in the seed")
+		all := &corev1.SecretList{}
+		Expect(seedA.client.List(ctx, all)).To(Succeed())
+		for _, s := range all.Items {
+			Expect(s.Type).NotTo(Equal(corev1.SecretTypeServiceAccountToken), "%s/%s", s.Namespace, s.Name)
+			if s.Type == bootstraptokenapi.SecretTypeBootstrapToken {
+				exp, err := time.Parse(time.RFC3339, string(s.Data[bootstraptokenapi.BootstrapTokenExpirationKey]))
+				Expect(err).NotTo(HaveOccurred(), "every bootstrap token expires")
+				Expect(exp).To(BeTemporally("<=", time.Now().Add(time.Hour)))
+			}
 		}
 
 		By("migrating away from seed A")
@@ -169,12 +177,20 @@ var _ = Describe("Extension firewall", func() {
 
 		By("restoring in seed B")
 		createShoot(ctx, seedB, namespace)
+		// As gardenlet restores: create with wait-for-state, write the state, then annotate restore.
 		exB := newExtension(namespace, providerConfig)
-		exB.Annotations = map[string]string{v1beta1constants.GardenerOperation: v1beta1constants.GardenerOperationRestore}
+		exB.Annotations = map[string]string{v1beta1constants.GardenerOperation: v1beta1constants.GardenerOperationWaitForState}
 		Expect(seedB.client.Create(ctx, exB)).To(Succeed())
 		exB.Status.State = state
 		exB.Status.LastOperation = &gardencorev1beta1.LastOperation{Type: gardencorev1beta1.LastOperationTypeRestore, State: gardencorev1beta1.LastOperationStatePending, LastUpdateTime: metav1.Now()}
 		Expect(seedB.client.Status().Update(ctx, exB)).To(Succeed())
+		Eventually(func() error {
+			if err := seedB.client.Get(ctx, client.ObjectKeyFromObject(exB), exB); err != nil {
+				return err
+			}
+			metav1.SetMetaDataAnnotation(&exB.ObjectMeta, v1beta1constants.GardenerOperation, v1beta1constants.GardenerOperationRestore)
+			return seedB.client.Update(ctx, exB)
+		}).Should(Succeed())
 		Eventually(lastOperation(ctx, seedB, exB)).WithTimeout(time.Minute).Should(MatchRegexp(`^(Restore|Reconcile) Succeeded$`))
 
 		Eventually(beatAndCountReady(ctx, seedB, namespace)).WithTimeout(time.Minute).Should(Equal([]string{fwA.Name}))
