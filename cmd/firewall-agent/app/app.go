@@ -27,6 +27,7 @@ type Options struct {
 	Once           bool
 	PollInterval   time.Duration
 	ResyncInterval time.Duration
+	SeedInterval   time.Duration
 }
 
 // NewCommand returns the firewall-agent command with its render subcommand.
@@ -53,6 +54,7 @@ re-applies on change; a bad config is logged and the ruleset in force stays.`,
 	cmd.Flags().BoolVar(&opts.Once, "once", false, "apply once and exit; non-zero exit and no change on failure")
 	cmd.Flags().DurationVar(&opts.PollInterval, "poll-interval", time.Second, "how often to check the config file for changes")
 	cmd.Flags().DurationVar(&opts.ResyncInterval, "resync-interval", time.Minute, "how often to re-apply without a change, repairing changes made by others")
+	cmd.Flags().DurationVar(&opts.SeedInterval, "seed-interval", 10*time.Second, "how often to read the Firewall from the seed and write the heartbeat (seed source)")
 	cmd.AddCommand(newRenderCommand())
 	return cmd
 }
@@ -86,6 +88,8 @@ func run(ctx context.Context, opts *Options) error {
 		Log:            log,
 		PollInterval:   opts.PollInterval,
 		ResyncInterval: opts.ResyncInterval,
+		SeedInterval:   opts.SeedInterval,
+		Version:        Version,
 	}
 	if opts.Once {
 		res, err := a.ApplyOnce()

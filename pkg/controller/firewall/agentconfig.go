@@ -13,9 +13,10 @@ const (
 )
 
 // agentConfig is the agent's config (metal-stack MEP-16 shape) for a shoot's
-// firewall: the firewall spec from the seed, policies, Services and the
-// monitor from the shoot. It carries no credential: the bootstrap kubeconfig
-// is a file of its own, minted per firewall by the manager.
+// firewall: the firewall spec from the seed. The shoot source (policies,
+// Services, monitor) joins when the agent implements it; an agent refuses a
+// config with a controller it cannot run. It carries no credential: the
+// bootstrap kubeconfig is a file of its own, minted per firewall by the manager.
 func agentConfig(namespace string) ([]byte, error) {
 	return yaml.Marshal(map[string]any{
 		"sources": map[string]any{
@@ -28,9 +29,6 @@ func agentConfig(namespace string) ([]byte, error) {
 		},
 		"controllers": map[string]any{
 			"firewall": map[string]any{"source": "seed"},
-			"cwnp":     map[string]any{"source": "shoot"},
-			"service":  map[string]any{"source": "shoot"},
-			"monitor":  map[string]any{"source": "shoot"},
 		},
 	})
 }

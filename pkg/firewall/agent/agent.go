@@ -9,9 +9,13 @@ import (
 	"os"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/equality"
+
+	fwv1alpha1 "github.com/metal-firewall/gardener-extension-firewall/pkg/apis/firewall/v1alpha1"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/firewall/config"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/firewall/nftables"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/firewall/ruleset"
+	"github.com/metal-firewall/gardener-extension-firewall/pkg/firewall/seed"
 )
 
 // Applier programs a ruleset; *nftables.Programmer is the real one.
@@ -30,6 +34,14 @@ type Agent struct {
 	// change, which repairs changes made behind the agent's back. Cheap: an
 	// unchanged ruleset sends nothing.
 	ResyncInterval time.Duration
+	// SeedInterval is how often the seed is read and the heartbeat written
+	// when a controller uses the seed source.
+	SeedInterval time.Duration
+	// Version is reported in the heartbeat.
+	Version string
+
+	// seedSpec is the Firewall's traffic spec as last read from the seed.
+	seedSpec *fwv1alpha1.FirewallTrafficSpec
 }
 
 // ApplyOnce loads and validates the config and applies it. A bad config or a
@@ -43,7 +55,7 @@ func (a *Agent) ApplyOnce() (nftables.Result, error) {
 }
 
 func (a *Agent) apply(cfg *config.Config) (nftables.Result, error) {
-	rs, err := Desired(cfg)
+	rs, err := Desired(cfg, a.seedSpec)
 	if err != nil {
 		return nftables.Result{}, err
 	}
@@ -74,8 +86,26 @@ func (a *Agent) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := a.applyLogged(cfg, "startup"); err != nil {
+	src, err := a.seedSource(cfg)
+	if err != nil {
 		return err
+	}
+	var seedTick <-chan time.Time
+	if src != nil {
+		if a.SeedInterval <= 0 {
+			a.SeedInterval = 10 * time.Second
+		}
+		t := time.NewTicker(a.SeedInterval)
+		defer t.Stop()
+		seedTick = t.C
+		// A restart must not flush the rules in force: nothing is applied
+		// until the seed has said what the firewall's spec is.
+		a.syncSeed(ctx, src, cfg)
+	}
+	if src == nil || a.seedSpec != nil {
+		if err := a.applyLogged(cfg, "startup"); err != nil {
+			return err
+		}
 	}
 	lastSum := sha256.Sum256(data)
 	lastGood := cfg
@@ -88,6 +118,9 @@ func (a *Agent) Run(ctx context.Context) error {
 		case <-ctx.Done():
 			a.Log.Info("stopping; the ruleset stays in force")
 			return nil
+		case <-seedTick:
+			a.syncSeed(ctx, src, lastGood)
+			continue
 		case <-ticker.C:
 		}
 		data, err := os.ReadFile(a.ConfigPath)
@@ -129,4 +162,44 @@ func (a *Agent) applyLogged(cfg *config.Config, reason string) error {
 		a.Log.Info("ruleset applied", "reason", reason, "mode", string(res.Mode), "added", res.Added, "deleted", res.Deleted, "duration", res.Duration)
 	}
 	return nil
+}
+
+// seedSource returns the seed source when a controller reads from the seed.
+func (a *Agent) seedSource(cfg *config.Config) (*seed.Source, error) {
+	if c := cfg.Controllers.Firewall; c == nil || c.Source != config.SourceSeed || cfg.Sources.Seed == nil {
+		return nil, nil
+	}
+	name := cfg.Name
+	if name == "" {
+		var err error
+		if name, err = os.Hostname(); err != nil {
+			return nil, fmt.Errorf("name: not set and no hostname: %w", err)
+		}
+	}
+	return &seed.Source{Config: *cfg.Sources.Seed, Name: name, Version: a.Version, Log: a.Log.With("source", "seed")}, nil
+}
+
+// syncSeed reads the Firewall from the seed, re-applies when its spec
+// changed, and writes the heartbeat. Losing the seed keeps the ruleset in force.
+func (a *Agent) syncSeed(ctx context.Context, src *seed.Source, cfg *config.Config) {
+	fw, err := src.Firewall(ctx)
+	if err != nil {
+		a.Log.Error("reading the Firewall from the seed; the ruleset in force stays", "error", err)
+		return
+	}
+	var applyErr error
+	if spec := fw.Spec.FirewallTrafficSpec; a.seedSpec == nil || !equality.Semantic.DeepEqual(*a.seedSpec, spec) {
+		previous := a.seedSpec
+		a.seedSpec = &spec
+		if applyErr = a.applyLogged(cfg, "firewall changed in the seed"); applyErr != nil {
+			a.seedSpec = previous
+		}
+	}
+	message := ""
+	if applyErr != nil {
+		message = applyErr.Error()
+	}
+	if err := src.Heartbeat(ctx, fw, message); err != nil {
+		a.Log.Error("writing the heartbeat", "error", err)
+	}
 }

@@ -9,20 +9,24 @@ import (
 )
 
 // Desired merges what the enabled controllers contribute into the ruleset to
-// apply. Only the static source exists in this build; config validation has
-// already refused every other one. A controller that is off contributes
-// nothing: without the firewall controller there are no internal prefixes, so
-// only established traffic passes.
-func Desired(cfg *config.Config) (*ruleset.Ruleset, error) {
+// apply. fromSeed is the Firewall's traffic spec as last read from the seed
+// (for controllers.firewall.source: seed). A controller that is off
+// contributes nothing: without the firewall controller there are no internal
+// prefixes, so only established traffic passes.
+func Desired(cfg *config.Config, fromSeed *fwv1alpha1.FirewallTrafficSpec) (*ruleset.Ruleset, error) {
 	var (
 		fw       *fwv1alpha1.FirewallTrafficSpec
 		policies []*fwv1alpha1.PolicySpec
 	)
 	if c := cfg.Controllers.Firewall; c != nil {
-		if c.Source != config.SourceStatic {
+		switch c.Source {
+		case config.SourceStatic:
+			fw = cfg.Sources.Static.Firewall
+		case config.SourceSeed:
+			fw = fromSeed
+		default:
 			return nil, fmt.Errorf("controllers.firewall.source %q: not implemented yet in this build", c.Source)
 		}
-		fw = cfg.Sources.Static.Firewall
 	}
 	if c := cfg.Controllers.CWNP; c != nil {
 		if c.Source != config.SourceStatic {
@@ -40,7 +44,9 @@ func Render(path string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	rs, err := Desired(cfg)
+	// A seed-sourced firewall spec is not fetched here: render changes
+	// nothing and talks to nobody, so that part stays empty.
+	rs, err := Desired(cfg, nil)
 	if err != nil {
 		return "", err
 	}

@@ -52,6 +52,12 @@ var _ = Describe("Parse", func() {
 		)))
 	})
 
+	It("accepts the seed source for the firewall controller", func() {
+		cfg, err := config.Parse([]byte(strings.Replace(valid, "firewall: {source: static}", "firewall: {source: seed}", 1)))
+		Expect(err).NotTo(HaveOccurred())
+		Expect(cfg.Controllers.Firewall.Source).To(Equal(config.SourceSeed))
+	})
+
 	It("refuses a controller whose source is not configured", func() {
 		_, err := config.Parse([]byte("sources: {}\ncontrollers: {cwnp: {source: static}}\n"))
 		Expect(err).To(MatchError(ContainSubstring(`controllers.cwnp.source: Invalid value: "static": selected source is not configured`)))
@@ -85,7 +91,7 @@ var _ = Describe("Parse", func() {
 		Entry("egress without destination", "egress:  [", "egress:  [{ports: [{port: 1}]}, ", `sources.static.cwnp.egress[0].to: Required value`),
 		Entry("unknown source", "cwnp:     {source: static}", "cwnp:     {source: metal}", `controllers.cwnp.source`, `"metal"`),
 		Entry("shoot not implemented", "cwnp:     {source: static}", "cwnp:     {source: shoot}", `controllers.cwnp.source: Invalid value: "shoot"`, "not implemented yet in this build"),
-		Entry("seed not implemented", "firewall: {source: static}", "firewall: {source: seed}", `controllers.firewall.source: Invalid value: "seed"`, "not implemented yet in this build"),
+		Entry("seed for policies", "cwnp:     {source: static}", "cwnp:     {source: seed}", `controllers.cwnp.source: Unsupported value: "seed"`),
 		Entry("service from shoot not implemented", "controllers:\n", "controllers:\n  service: {source: shoot}\n", `controllers.service.source`, "not implemented yet in this build"),
 		Entry("seed without namespace", "namespace: shoot--p--s", "namespace: ''", `sources.seed.namespace: Required value`),
 	)

@@ -6,7 +6,8 @@ import (
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/apis/firewall/validation"
 )
 
-// implemented are the sources this build can read.
+// implemented are the sources every controller of this build can read; the
+// firewall controller also reads the seed.
 var implemented = map[string]bool{SourceStatic: true}
 
 // Validate returns every problem in the config, each with its field path. A
@@ -57,8 +58,8 @@ func Validate(cfg *Config) field.ErrorList {
 			allErrs = append(allErrs, field.NotSupported(p, c.ctrl.Source, c.allowed))
 		case !cfg.hasSource(c.ctrl.Source):
 			allErrs = append(allErrs, field.Invalid(p, c.ctrl.Source, "selected source is not configured under sources."+c.ctrl.Source))
-		case !implemented[c.ctrl.Source]:
-			allErrs = append(allErrs, field.Invalid(p, c.ctrl.Source, "source not implemented yet in this build (only static is)"))
+		case !implemented[c.ctrl.Source] && (c.name != "firewall" || c.ctrl.Source != SourceSeed):
+			allErrs = append(allErrs, field.Invalid(p, c.ctrl.Source, "source not implemented yet in this build (only static, and seed for the firewall controller)"))
 		}
 	}
 	return allErrs
