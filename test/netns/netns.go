@@ -5,10 +5,14 @@ package netns
 
 import (
 	"bytes"
+	"context"
 	"fmt"
+	"io"
+	"net"
 	"os"
 	"os/exec"
 	"runtime"
+	"strconv"
 	"strings"
 
 	"golang.org/x/sys/unix"
@@ -132,5 +136,44 @@ func ip(args ...string) error {
 	if err != nil {
 		return fmt.Errorf("ip %s: %w: %s", strings.Join(args, " "), err, out)
 	}
+	return nil
+}
+
+// ForwardLoopback makes 127.0.0.1:port inside the namespace reach
+// 127.0.0.1:port of the host, the way a firewall machine reaches its seed:
+// a kube-apiserver started for a test listens on the host's loopback only,
+// and its certificate names 127.0.0.1. It runs until ctx is done.
+func (n *NS) ForwardLoopback(ctx context.Context, port int) error {
+	var l net.Listener
+	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+	if err := n.Do(func() (err error) {
+		l, err = net.Listen("tcp", addr)
+		return err
+	}); err != nil {
+		return fmt.Errorf("listening on %s in netns %s: %w", addr, n.Name, err)
+	}
+	go func() {
+		<-ctx.Done()
+		_ = l.Close()
+	}()
+	go func() {
+		for {
+			in, err := l.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer func() { _ = in.Close() }()
+				// Dialled from an ordinary goroutine: the host's namespace.
+				out, err := net.Dial("tcp", addr)
+				if err != nil {
+					return
+				}
+				defer func() { _ = out.Close() }()
+				go func() { _, _ = io.Copy(out, in) }()
+				_, _ = io.Copy(in, out)
+			}()
+		}
+	}()
 	return nil
 }

@@ -82,7 +82,7 @@ func (r *Reconciler) AddToManager(mgr manager.Manager) error {
 		}
 		r.credentials = c
 	}
-	return builder.ControllerManagedBy(mgr).Named("firewall").For(&firewallv1alpha1.Firewall{}).Complete(r)
+	return builder.ControllerManagedBy(mgr).Named("firewall-machine").For(&firewallv1alpha1.Firewall{}).Complete(r)
 }
 
 // Reconcile creates, watches and releases the machine behind one Firewall.
