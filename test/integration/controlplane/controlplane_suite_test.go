@@ -2,6 +2,7 @@ package controlplane_test
 
 import (
 	"testing"
+	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -21,6 +22,8 @@ var (
 )
 
 var _ = BeforeSuite(func() {
+	// CI runs the suites in parallel on two cores: give the real components time.
+	SetDefaultEventuallyTimeout(30 * time.Second)
 	var err error
 	seed, err = testenv.Start(testenv.Options{
 		Name:              "seed",

@@ -181,9 +181,14 @@ var _ = Describe("Extension firewall", func() {
 		exB := newExtension(namespace, providerConfig)
 		exB.Annotations = map[string]string{v1beta1constants.GardenerOperation: v1beta1constants.GardenerOperationWaitForState}
 		Expect(seedB.client.Create(ctx, exB)).To(Succeed())
-		exB.Status.State = state
-		exB.Status.LastOperation = &gardencorev1beta1.LastOperation{Type: gardencorev1beta1.LastOperationTypeRestore, State: gardencorev1beta1.LastOperationStatePending, LastUpdateTime: metav1.Now()}
-		Expect(seedB.client.Status().Update(ctx, exB)).To(Succeed())
+		Eventually(func() error {
+			if err := seedB.client.Get(ctx, client.ObjectKeyFromObject(exB), exB); err != nil {
+				return err
+			}
+			exB.Status.State = state
+			exB.Status.LastOperation = &gardencorev1beta1.LastOperation{Type: gardencorev1beta1.LastOperationTypeRestore, State: gardencorev1beta1.LastOperationStatePending, LastUpdateTime: metav1.Now()}
+			return seedB.client.Status().Update(ctx, exB)
+		}).Should(Succeed())
 		Eventually(func() error {
 			if err := seedB.client.Get(ctx, client.ObjectKeyFromObject(exB), exB); err != nil {
 				return err

@@ -5,6 +5,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"testing"
+	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -22,6 +23,8 @@ func TestLocalMachine(t *testing.T) {
 var agentBinary string
 
 var _ = BeforeSuite(func() {
+	// CI runs the suites in parallel on two cores: give the real components time.
+	SetDefaultEventuallyTimeout(30 * time.Second)
 	if reason := netns.SkipReason(); reason != "" {
 		Skip(reason)
 	}

@@ -38,6 +38,8 @@ var (
 )
 
 var _ = BeforeSuite(func() {
+	// CI runs the suites in parallel on two cores: give the real components time.
+	SetDefaultEventuallyTimeout(30 * time.Second)
 	log.SetLogger(zap.New(zap.WriteTo(GinkgoWriter), zap.UseDevMode(true)))
 	Expect(clientgoscheme.AddToScheme(scheme)).To(Succeed())
 	Expect(firewallv1alpha1.AddToScheme(scheme)).To(Succeed())
