@@ -23,6 +23,7 @@ import (
 
 	firewallv1alpha1 "github.com/metal-firewall/gardener-extension-firewall/pkg/apis/firewall/v1alpha1"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/apis/firewall/validation"
+	"github.com/metal-firewall/gardener-extension-firewall/pkg/controller/manager/ownership"
 )
 
 // Finalizer keeps a FirewallDeployment until its sets are gone.
@@ -130,26 +131,8 @@ func (r *Reconciler) ownedSets(ctx context.Context, d *firewallv1alpha1.Firewall
 	if err := r.Client.List(ctx, list, client.InNamespace(d.Namespace), client.MatchingLabels(d.Spec.Selector)); err != nil {
 		return nil, err
 	}
-	var owned []*firewallv1alpha1.FirewallSet
-	for i := range list.Items {
-		s := &list.Items[i]
-		ref := metav1.GetControllerOf(s)
-		switch {
-		case ref != nil && ref.UID == d.UID:
-			owned = append(owned, s)
-		case ref == nil && s.DeletionTimestamp == nil && d.DeletionTimestamp == nil && !firewallv1alpha1.IsPaused(s.Annotations):
-			// A set restored after a migration has no owner yet.
-			if err := controllerutil.SetControllerReference(d, s, r.Client.Scheme()); err != nil {
-				return nil, err
-			}
-			if err := r.Client.Update(ctx, s); err != nil {
-				return nil, fmt.Errorf("adopting FirewallSet %s: %w", s.Name, err)
-			}
-			log.FromContext(ctx).Info("Adopted orphaned FirewallSet", "firewallset", s.Name)
-			owned = append(owned, s)
-		}
-	}
-	return owned, nil
+	// A set restored after a migration has no owner yet.
+	return ownership.Claim(ctx, r.Client, d, ownership.Pointers(list.Items))
 }
 
 // desiredSetSpec is the set's spec for this deployment: the template hash

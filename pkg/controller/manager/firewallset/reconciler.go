@@ -27,6 +27,7 @@ import (
 
 	firewallv1alpha1 "github.com/metal-firewall/gardener-extension-firewall/pkg/apis/firewall/v1alpha1"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/apis/firewall/validation"
+	"github.com/metal-firewall/gardener-extension-firewall/pkg/controller/manager/ownership"
 )
 
 // Finalizer keeps a FirewallSet until its Firewalls are gone.
@@ -129,25 +130,7 @@ func (r *Reconciler) ownedFirewalls(ctx context.Context, set *firewallv1alpha1.F
 	if err := r.Client.List(ctx, list, client.InNamespace(set.Namespace), client.MatchingLabels(set.Spec.Selector)); err != nil {
 		return nil, err
 	}
-	var owned []*firewallv1alpha1.Firewall
-	for i := range list.Items {
-		fw := &list.Items[i]
-		ref := metav1.GetControllerOf(fw)
-		switch {
-		case ref != nil && ref.UID == set.UID:
-			owned = append(owned, fw)
-		case ref == nil && fw.DeletionTimestamp == nil && set.DeletionTimestamp == nil && !firewallv1alpha1.IsPaused(fw.Annotations):
-			if err := controllerutil.SetControllerReference(set, fw, r.Client.Scheme()); err != nil {
-				return nil, err
-			}
-			if err := r.Client.Update(ctx, fw); err != nil {
-				return nil, fmt.Errorf("adopting Firewall %s: %w", fw.Name, err)
-			}
-			log.FromContext(ctx).Info("Adopted orphaned Firewall", "firewall", fw.Name)
-			owned = append(owned, fw)
-		}
-	}
-	return owned, nil
+	return ownership.Claim(ctx, r.Client, set, ownership.Pointers(list.Items))
 }
 
 // updateMutable passes the template's mutable parts (rules, agent,
