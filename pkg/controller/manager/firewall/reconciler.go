@@ -114,7 +114,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if err != nil {
 		return reconcile.Result{}, fmt.Errorf("finding machine: %w", err)
 	}
-	if r.Bootstrap != nil {
+	// Every agent heartbeat reconciles the Firewall, so the RBAC is only
+	// written when the Firewall changed or gets its machine, not on every beat.
+	if r.Bootstrap != nil && (m == nil || fw.Status.ObservedGeneration != fw.Generation) {
 		if err := credentials.EnsureAgentRBAC(ctx, r.credentials, fw.Namespace, fw.Name, r.Bootstrap.SecretNames); err != nil {
 			return reconcile.Result{}, fmt.Errorf("agent RBAC: %w", err)
 		}
@@ -137,15 +139,19 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		log.FromContext(ctx).Info("Created machine", "machineID", m.ID)
 	}
 
-	var requeue time.Duration
-	if err := r.patchStatus(ctx, fw, func() { requeue = r.updateStatus(fw, m) }); err != nil {
-		return reconcile.Result{}, err
-	}
-	if r.Bootstrap != nil && meta.IsStatusConditionTrue(fw.Status.Conditions, firewallv1alpha1.ConditionSeedConnected) {
-		// The agent holds its certificate: the bootstrap token is no longer needed.
+	wasConnected := meta.IsStatusConditionTrue(fw.Status.Conditions, firewallv1alpha1.ConditionSeedConnected)
+	patch := client.MergeFrom(fw.DeepCopy())
+	requeue := r.updateStatus(fw, m)
+	if r.Bootstrap != nil && !wasConnected && meta.IsStatusConditionTrue(fw.Status.Conditions, firewallv1alpha1.ConditionSeedConnected) {
+		// The agent holds its certificate: the bootstrap token is no longer
+		// needed. Deleted before the status says connected, so that a failure
+		// here is retried rather than forgotten.
 		if err := credentials.DeleteBootstrapTokens(ctx, r.credentials, fw.Namespace, fw.Name); err != nil {
 			return reconcile.Result{}, err
 		}
+	}
+	if err := r.Client.Status().Patch(ctx, fw, patch); client.IgnoreNotFound(err) != nil {
+		return reconcile.Result{}, err
 	}
 	return reconcile.Result{RequeueAfter: requeue}, nil
 }
