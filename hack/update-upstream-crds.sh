@@ -5,7 +5,10 @@
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
+# `go list -m` does not download; on a fresh machine the module must be fetched first.
+go mod download github.com/gardener/gardener
 gardener_dir="$(go list -m -f '{{.Dir}}' github.com/gardener/gardener)"
+[ -n "$gardener_dir" ] || { echo "update-upstream-crds: github.com/gardener/gardener is not in the module cache" >&2; exit 1; }
 out=upstream-crds
 rm -f "$out"/*.yaml
 
