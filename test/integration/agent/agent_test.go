@@ -207,12 +207,17 @@ var _ = Describe("firewall agent in network namespaces", func() {
 		writeConfig(cfgPath, configYAML(allow5201, ""))
 		apply()
 		unlimited := receive()
-		writeConfig(cfgPath, configYAML(allow5201, "\n      rateLimits: [{interface: ext0, rate: 2}]"))
+		writeConfig(cfgPath, configYAML(allow5201, "\n      rateLimits: [{interface: ext0, rate: 1}]"))
 		apply()
 		limited := receive()
-		GinkgoWriter.Printf("outside -> node: %.1f MiB/s unlimited, %.1f MiB/s limited to 2 MiB/s\n", unlimited, limited)
-		Expect(unlimited).To(BeNumerically(">", 20))
-		Expect(limited).To(BeNumerically("<", 4), "about the limit (TCP and the limiter overshoot a little)")
+		GinkgoWriter.Printf("outside -> node: %.1f MiB/s unlimited, %.1f MiB/s limited to 1 MiB/s\n", unlimited, limited)
+		// Bounds relative to the limit, not to this machine's veth speed: a
+		// loaded CI machine carries far less than an idle one, but always more
+		// than a few MiB/s without the limit.
+		figures := fmt.Sprintf("%.1f MiB/s unlimited, %.1f MiB/s limited", unlimited, limited)
+		Expect(unlimited).To(BeNumerically(">", 4), "without the limit the path carries well above it: "+figures)
+		Expect(limited).To(BeNumerically("<", 2), "about the limit (TCP and the limiter overshoot a little): "+figures)
+		Expect(limited).To(BeNumerically("<", unlimited/2), figures)
 		counters, err := prog.RuleCounters(ruleset.TableName)
 		Expect(err).NotTo(HaveOccurred())
 		Expect(counters["ratelimit:ext0"].Packets).To(BeNumerically(">", 0))
