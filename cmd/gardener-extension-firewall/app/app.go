@@ -24,6 +24,7 @@ import (
 	aclhealthcheck "github.com/metal-firewall/gardener-extension-firewall/pkg/controller/acl/healthcheck"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/controller/csrapprover"
 	firewallcontroller "github.com/metal-firewall/gardener-extension-firewall/pkg/controller/firewall"
+	"github.com/metal-firewall/gardener-extension-firewall/pkg/controller/firewall/credentials"
 	firewallhealthcheck "github.com/metal-firewall/gardener-extension-firewall/pkg/controller/firewall/healthcheck"
 	firewallmanager "github.com/metal-firewall/gardener-extension-firewall/pkg/controller/manager"
 	managerfirewall "github.com/metal-firewall/gardener-extension-firewall/pkg/controller/manager/firewall"
@@ -122,6 +123,7 @@ func run(ctx context.Context, opts *Options) error {
 		Bootstrap: &managerfirewall.Bootstrap{
 			Server: opts.SeedServer, CAData: caData, TokenValidity: opts.BootstrapValidity,
 			SecretNames: []string{firewallcontroller.ShootAccessSecretName},
+			Delivery:    &credentials.ShootDelivery{SeedClient: mgr.GetClient()},
 		},
 	}); err != nil {
 		return err

@@ -30,8 +30,9 @@ const (
 	// DeploymentName is the name of the shoot's FirewallDeployment.
 	DeploymentName = "firewall"
 	// ShootAccessName is the shoot access secret (without its prefix) that
-	// Gardener's TokenRequestor keeps filled with the agent's shoot token.
-	ShootAccessName = "firewall-agent"
+	// Gardener's TokenRequestor keeps filled with the agent's shoot token,
+	// and the agent's ServiceAccount in the shoot.
+	ShootAccessName = credentials.AgentServiceAccountName
 	// LabelDeployment selects the shoot's sets and Firewalls.
 	LabelDeployment = firewallv1alpha1.GroupName + "/deployment"
 )
@@ -61,8 +62,8 @@ func (a *actuator) Reconcile(ctx context.Context, log logr.Logger, ex *extension
 	if err != nil {
 		return err
 	}
-	if err := gardenerutils.NewShootAccessSecret(ShootAccessName, ex.Namespace).Reconcile(ctx, a.client); err != nil {
-		return fmt.Errorf("shoot access secret: %w", err)
+	if err := a.reconcileShootAccess(ctx, ex.Namespace); err != nil {
+		return err
 	}
 	agentConfig, err := agentConfig(ex.Namespace)
 	if err != nil {

@@ -10,13 +10,18 @@ import (
 const (
 	AgentConfigPath         = "/etc/firewall-agent/config.yaml"
 	AgentSeedKubeconfigPath = "/etc/firewall-agent/seed.kubeconfig"
+	// AgentShootKubeconfigPath keeps the shoot kubeconfig the agent reads
+	// through the seed, so that it reaches the shoot when the seed is gone.
+	AgentShootKubeconfigPath = "/etc/firewall-agent/shoot.kubeconfig"
 )
 
 // agentConfig is the agent's config (metal-stack MEP-16 shape) for a shoot's
-// firewall: the firewall spec from the seed. The shoot source (policies,
-// Services, monitor) joins when the agent implements it; an agent refuses a
-// config with a controller it cannot run. It carries no credential: the
-// bootstrap kubeconfig is a file of its own, minted per firewall by the manager.
+// firewall: the firewall spec from the seed, and the shoot, reached with the
+// kubeconfig the agent reads through the seed, which brings a new bootstrap
+// kubeconfig after a migration. The shoot's controllers (policies, Services,
+// monitor) join when the agent implements them; an agent refuses a config
+// with a controller it cannot run. It carries no credential: the bootstrap
+// kubeconfig is a file of its own, minted per firewall by the manager.
 func agentConfig(namespace string) ([]byte, error) {
 	return yaml.Marshal(map[string]any{
 		"sources": map[string]any{
@@ -25,7 +30,11 @@ func agentConfig(namespace string) ([]byte, error) {
 				"kubeconfig":          AgentSeedKubeconfigPath,
 				"namespace":           namespace,
 			},
-			"shoot": map[string]any{"namespace": firewallv1alpha1.ClusterwideNetworkPolicyNamespace},
+			"shoot": map[string]any{
+				"kubeconfig":   AgentShootKubeconfigPath,
+				"accessSecret": ShootAccessSecretName,
+				"namespace":    firewallv1alpha1.ClusterwideNetworkPolicyNamespace,
+			},
 		},
 		"controllers": map[string]any{
 			"firewall": map[string]any{"source": "seed"},

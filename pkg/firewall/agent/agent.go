@@ -12,10 +12,12 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 
 	fwv1alpha1 "github.com/metal-firewall/gardener-extension-firewall/pkg/apis/firewall/v1alpha1"
+	"github.com/metal-firewall/gardener-extension-firewall/pkg/firewall/bootstrap"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/firewall/config"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/firewall/nftables"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/firewall/ruleset"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/firewall/seed"
+	"github.com/metal-firewall/gardener-extension-firewall/pkg/firewall/shoot"
 )
 
 // Applier programs a ruleset; *nftables.Programmer is the real one.
@@ -42,6 +44,8 @@ type Agent struct {
 
 	// seedSpec is the Firewall's traffic spec as last read from the seed.
 	seedSpec *fwv1alpha1.FirewallTrafficSpec
+	// shoot is the shoot source, when configured next to the seed source.
+	shoot *shoot.Source
 }
 
 // ApplyOnce loads and validates the config and applies it. A bad config or a
@@ -176,6 +180,9 @@ func (a *Agent) seedSource(cfg *config.Config) (*seed.Source, error) {
 			return nil, fmt.Errorf("name: not set and no hostname: %w", err)
 		}
 	}
+	if s := cfg.Sources.Shoot; s != nil && s.Kubeconfig != "" {
+		a.shoot = &shoot.Source{Config: *s, Name: name, Log: a.Log.With("source", "shoot")}
+	}
 	return &seed.Source{Config: *cfg.Sources.Seed, Name: name, Version: a.Version, Log: a.Log.With("source", "seed")}, nil
 }
 
@@ -183,10 +190,14 @@ func (a *Agent) seedSource(cfg *config.Config) (*seed.Source, error) {
 // changed, and writes the heartbeat. Losing the seed keeps the ruleset in force.
 func (a *Agent) syncSeed(ctx context.Context, src *seed.Source, cfg *config.Config) {
 	fw, err := src.Firewall(ctx)
+	if err != nil && a.takeDeliveredBootstrap(ctx, src) {
+		fw, err = src.Firewall(ctx)
+	}
 	if err != nil {
 		a.Log.Error("reading the Firewall from the seed; the ruleset in force stays", "error", err)
 		return
 	}
+	a.refreshShootKubeconfig(ctx, src, cfg)
 	var applyErr error
 	if spec := fw.Spec.FirewallTrafficSpec; a.seedSpec == nil || !equality.Semantic.DeepEqual(*a.seedSpec, spec) {
 		previous := a.seedSpec
@@ -202,4 +213,53 @@ func (a *Agent) syncSeed(ctx context.Context, src *seed.Source, cfg *config.Conf
 	if err := src.Heartbeat(ctx, fw, message); err != nil {
 		a.Log.Error("writing the heartbeat", "error", err)
 	}
+}
+
+// refreshShootKubeconfig keeps the shoot kubeconfig on disk as fresh as the
+// TokenRequestor keeps it in the seed: when the seed goes away (migration),
+// the shoot must still be reachable with a valid token.
+func (a *Agent) refreshShootKubeconfig(ctx context.Context, src *seed.Source, cfg *config.Config) {
+	if a.shoot == nil || cfg.Sources.Shoot.AccessSecret == "" {
+		return
+	}
+	secret, err := src.Secret(ctx, cfg.Sources.Shoot.AccessSecret)
+	if err != nil {
+		a.Log.Error("reading the shoot access secret from the seed", "secret", cfg.Sources.Shoot.AccessSecret, "error", err)
+		return
+	}
+	if err := a.shoot.Store(secret.Data[shoot.AccessSecretKubeconfigKey]); err != nil {
+		a.Log.Error("storing the shoot kubeconfig", "error", err)
+	}
+}
+
+// takeDeliveredBootstrap looks, when the seed fails, for a bootstrap
+// kubeconfig delivered through the shoot (after a control plane migration).
+// A new one replaces the file and the agent bootstraps with it; it reports
+// whether it did.
+func (a *Agent) takeDeliveredBootstrap(ctx context.Context, src *seed.Source) bool {
+	if a.shoot == nil {
+		return false
+	}
+	delivered, err := a.shoot.DeliveredBootstrapKubeconfig(ctx)
+	if err != nil {
+		a.Log.Error("the seed fails and the shoot cannot be asked for a new bootstrap kubeconfig", "error", err)
+		return false
+	}
+	if delivered == nil {
+		return false
+	}
+	path := src.Config.BootstrapKubeconfig
+	if current, err := os.ReadFile(path); err == nil && bytes.Equal(current, delivered) {
+		return false
+	}
+	if err := bootstrap.WriteSecretFile(path, delivered); err != nil {
+		a.Log.Error("writing the delivered bootstrap kubeconfig", "path", path, "error", err)
+		return false
+	}
+	a.Log.Info("a new bootstrap kubeconfig arrived through the shoot; bootstrapping with it", "path", path)
+	if err := src.Rebootstrap(ctx); err != nil {
+		a.Log.Error("bootstrapping with the delivered kubeconfig", "error", err)
+		return false
+	}
+	return true
 }

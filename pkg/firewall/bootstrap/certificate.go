@@ -105,10 +105,16 @@ func WriteKubeconfig(path, server string, caPEM []byte, cred *Credential) error 
 	if err != nil {
 		return err
 	}
+	return WriteSecretFile(path, data)
+}
+
+// WriteSecretFile replaces the file at path with data, readable by its owner
+// only, atomically: a reader sees the old or the new content, never a part.
+func WriteSecretFile(path string, data []byte) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return err
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".kubeconfig-*")
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+"-*")
 	if err != nil {
 		return err
 	}

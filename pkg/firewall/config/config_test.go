@@ -94,5 +94,10 @@ var _ = Describe("Parse", func() {
 		Entry("seed for policies", "cwnp:     {source: static}", "cwnp:     {source: seed}", `controllers.cwnp.source: Unsupported value: "seed"`),
 		Entry("service from shoot not implemented", "controllers:\n", "controllers:\n  service: {source: shoot}\n", `controllers.service.source`, "not implemented yet in this build"),
 		Entry("seed without namespace", "namespace: shoot--p--s", "namespace: ''", `sources.seed.namespace: Required value`),
+		Entry("shoot access secret without a path to keep it", "shoot: {namespace: firewall}", "shoot: {namespace: firewall, accessSecret: shoot-access-firewall-agent}", `sources.shoot.kubeconfig: Required value`),
+		Entry("shoot access secret without a seed",
+			"  seed: {bootstrapKubeconfig: /etc/firewall-agent/bootstrap.kubeconfig, kubeconfig: /etc/firewall-agent/seed.kubeconfig, namespace: shoot--p--s}\n  shoot: {namespace: firewall}",
+			"  shoot: {namespace: firewall, kubeconfig: /etc/firewall-agent/shoot.kubeconfig, accessSecret: a}",
+			`sources.shoot.accessSecret: Invalid value: "a"`, "sources.seed is required"),
 	)
 })

@@ -46,9 +46,16 @@ type SeedSource struct {
 
 // ShootSource is the shoot cluster behind the firewall.
 type ShootSource struct {
-	// Kubeconfig to reach the shoot; empty when it is obtained through the seed.
+	// Kubeconfig is the path of the kubeconfig that reaches the shoot. With
+	// AccessSecret, the agent writes it (0600) from the seed and keeps it
+	// fresh; without, it is the admin's file.
 	Kubeconfig string `json:"kubeconfig,omitempty"`
-	// Namespace holds the ClusterwideNetworkPolicies.
+	// AccessSecret is the Secret in the seed namespace (sources.seed) whose
+	// `kubeconfig` Gardener's TokenRequestor keeps filled with the agent's
+	// short-lived shoot token.
+	AccessSecret string `json:"accessSecret,omitempty"`
+	// Namespace holds the ClusterwideNetworkPolicies and, after a control
+	// plane migration, the agent's new bootstrap kubeconfig.
 	Namespace string `json:"namespace"`
 }
 

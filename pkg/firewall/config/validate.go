@@ -25,8 +25,17 @@ func Validate(cfg *Config) field.ErrorList {
 			allErrs = append(allErrs, field.Required(p.Child("kubeconfig"), "kubeconfig or bootstrapKubeconfig is required"))
 		}
 	}
-	if s := cfg.Sources.Shoot; s != nil && s.Namespace == "" {
-		allErrs = append(allErrs, field.Required(srcPath.Child("shoot", "namespace"), ""))
+	if s := cfg.Sources.Shoot; s != nil {
+		p := srcPath.Child("shoot")
+		if s.Namespace == "" {
+			allErrs = append(allErrs, field.Required(p.Child("namespace"), ""))
+		}
+		if s.AccessSecret != "" && cfg.Sources.Seed == nil {
+			allErrs = append(allErrs, field.Invalid(p.Child("accessSecret"), s.AccessSecret, "is read through the seed: sources.seed is required"))
+		}
+		if s.AccessSecret != "" && s.Kubeconfig == "" {
+			allErrs = append(allErrs, field.Required(p.Child("kubeconfig"), "the path the kubeconfig from accessSecret is kept at"))
+		}
 	}
 	if s := cfg.Sources.Static; s != nil {
 		p := srcPath.Child("static")

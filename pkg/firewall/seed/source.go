@@ -14,6 +14,7 @@ import (
 	"os"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -53,6 +54,9 @@ var scheme = func() *runtime.Scheme {
 	if err := fwv1alpha1.AddToScheme(s); err != nil {
 		panic(err)
 	}
+	if err := corev1.AddToScheme(s); err != nil {
+		panic(err)
+	}
 	return s
 }()
 
@@ -84,6 +88,22 @@ func (s *Source) Firewall(ctx context.Context) (*fwv1alpha1.Firewall, error) {
 func (s *Source) get(ctx context.Context) (*fwv1alpha1.Firewall, error) {
 	fw := &fwv1alpha1.Firewall{}
 	return fw, s.client.Get(ctx, client.ObjectKey{Namespace: s.Config.Namespace, Name: s.Name}, fw)
+}
+
+// Secret reads a Secret of the shoot namespace that the seed lets this
+// firewall read (its RBAC names each one).
+func (s *Source) Secret(ctx context.Context, name string) (*corev1.Secret, error) {
+	if s.client == nil {
+		return nil, errors.New("not connected to the seed")
+	}
+	secret := &corev1.Secret{}
+	return secret, s.client.Get(ctx, client.ObjectKey{Namespace: s.Config.Namespace, Name: name}, secret)
+}
+
+// Rebootstrap drops the current credential and bootstraps with the bootstrap
+// kubeconfig on disk: a new one arrived (after a migration, through the shoot).
+func (s *Source) Rebootstrap(ctx context.Context) error {
+	return s.bootstrap(ctx)
 }
 
 // Heartbeat writes the agent's status: version, the time of this run, and

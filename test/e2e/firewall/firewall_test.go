@@ -107,6 +107,10 @@ var _ = Describe("Firewall extension end to end", func() {
 				Shoot:        runtime.RawExtension{Raw: []byte(`{"apiVersion":"core.gardener.cloud/v1beta1","kind":"Shoot","metadata":{"name":"e2e","namespace":"garden-e2e"}}`)},
 			},
 		})).To(Succeed())
+		// The seed stands in for the shoot: the agent only keeps its kubeconfig.
+		gardenerSecret, err := testenv.GardenerSecret(namespace, seed.Config)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(c.Create(ctx, gardenerSecret)).To(Succeed())
 		ex := &extensionsv1alpha1.Extension{
 			ObjectMeta: metav1.ObjectMeta{Name: "firewall", Namespace: namespace, Annotations: map[string]string{v1beta1constants.GardenerOperation: v1beta1constants.GardenerOperationReconcile}},
 			Spec: extensionsv1alpha1.ExtensionSpec{DefaultSpec: extensionsv1alpha1.DefaultSpec{Type: "firewall", ProviderConfig: &runtime.RawExtension{Raw: []byte(

@@ -20,12 +20,14 @@ import (
 
 	firewallv1alpha1 "github.com/metal-firewall/gardener-extension-firewall/pkg/apis/firewall/v1alpha1"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/controller/firewall/credentials"
+	"github.com/metal-firewall/gardener-extension-firewall/test/testenv"
 )
 
 const providerConfig = `{"size":"c1-xlarge-x86","image":"firewall-ubuntu-3.0","partition":"local","project":"p1",
 "networks":["internet","tenant"],"internalPrefixes":["10.250.0.0/16"],"rateLimits":[{"interface":"ext0","rate":100}]}`
 
-// createShoot creates what gardenlet has for a shoot in a seed: namespace and Cluster.
+// createShoot creates what gardenlet has for a shoot in a seed: namespace,
+// Cluster and the `gardener` kubeconfig Secret.
 func createShoot(ctx SpecContext, s *seedEnv, namespace string) {
 	Expect(s.client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace, Labels: map[string]string{"gardener.cloud/role": "shoot"}}})).To(Succeed())
 	Expect(s.client.Create(ctx, &extensionsv1alpha1.Cluster{
@@ -36,6 +38,10 @@ func createShoot(ctx SpecContext, s *seedEnv, namespace string) {
 			Shoot:        runtime.RawExtension{Raw: []byte(`{"apiVersion":"core.gardener.cloud/v1beta1","kind":"Shoot","metadata":{"name":"s","namespace":"garden-p"}}`)},
 		},
 	})).To(Succeed())
+	// The seed stands in for the shoot: only its endpoint is read here.
+	gardenerSecret, err := testenv.GardenerSecret(namespace, s.cp.Config)
+	Expect(err).NotTo(HaveOccurred())
+	Expect(s.client.Create(ctx, gardenerSecret)).To(Succeed())
 }
 
 func newExtension(namespace, config string) *extensionsv1alpha1.Extension {
@@ -145,8 +151,14 @@ var _ = Describe("Extension firewall", func() {
 		fwA := firewalls(ctx, seedA, namespace)[0]
 		machineID := fwA.Status.MachineStatus.MachineID
 		Expect(provider.Created - createdBefore).To(Equal(1))
-		Expect(seedA.client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: "shoot-access-firewall-agent"}, &corev1.Secret{})).To(Succeed(),
+		access := &corev1.Secret{}
+		Expect(seedA.client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: "shoot-access-firewall-agent"}, access)).To(Succeed(),
 			"the TokenRequestor's shoot access secret exists")
+		Expect(access.Labels).To(HaveKeyWithValue("resources.gardener.cloud/purpose", "token-requestor"))
+		Expect(string(access.Data["kubeconfig"])).To(ContainSubstring("server: "+seedA.cp.Config.Host),
+			"it names the shoot's endpoint from the gardener secret, for the TokenRequestor to add the token")
+		Expect(string(access.Data["kubeconfig"])).NotTo(Or(ContainSubstring("client-key-data"), ContainSubstring("token:")),
+			"and no credential of the gardener secret")
 		By("no long-lived credential anywhere in the seed")
 		all := &corev1.SecretList{}
 		Expect(seedA.client.List(ctx, all)).To(Succeed())

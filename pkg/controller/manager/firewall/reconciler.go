@@ -62,6 +62,17 @@ type Bootstrap struct {
 	// SecretNames are the Secrets of the shoot namespace an agent may read,
 	// e.g. its TokenRequestor-maintained shoot access secret.
 	SecretNames []string
+	// Delivery, when set, hands a bootstrap kubeconfig to the agent of a
+	// machine that predates its Firewall object (restored after a control
+	// plane migration): its userdata only knows the old seed.
+	Delivery Delivery
+}
+
+// Delivery hands a firewall's bootstrap kubeconfig to an agent whose machine
+// is already running, and takes it back once the agent holds its certificate.
+type Delivery interface {
+	Deliver(ctx context.Context, namespace, name string, kubeconfig []byte) error
+	Withdraw(ctx context.Context, namespace, name string) error
 }
 
 // BootstrapKubeconfigPath is where the agent finds its bootstrap kubeconfig.
@@ -121,6 +132,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 			return reconcile.Result{}, fmt.Errorf("agent RBAC: %w", err)
 		}
 	}
+	created := m == nil
 	if m == nil {
 		files, err := machine.ResolveUserdata(ctx, r.Client, fw)
 		if err != nil {
@@ -142,16 +154,37 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	wasConnected := meta.IsStatusConditionTrue(fw.Status.Conditions, firewallv1alpha1.ConditionSeedConnected)
 	patch := client.MergeFrom(fw.DeepCopy())
 	requeue := r.updateStatus(fw, m)
-	if r.Bootstrap != nil && !wasConnected && meta.IsStatusConditionTrue(fw.Status.Conditions, firewallv1alpha1.ConditionSeedConnected) {
+	connected := meta.IsStatusConditionTrue(fw.Status.Conditions, firewallv1alpha1.ConditionSeedConnected)
+	// A machine older than its Firewall object came with a restore: its
+	// userdata names the old seed, so the bootstrap kubeconfig goes to the
+	// agent through the shoot.
+	deliver := r.Bootstrap != nil && r.Bootstrap.Delivery != nil && !created && m.AllocatedAt.Before(fw.CreationTimestamp.Time)
+	if r.Bootstrap != nil && !wasConnected && connected {
 		// The agent holds its certificate: the bootstrap token is no longer
 		// needed. Deleted before the status says connected, so that a failure
 		// here is retried rather than forgotten.
 		if err := credentials.DeleteBootstrapTokens(ctx, r.credentials, fw.Namespace, fw.Name); err != nil {
 			return reconcile.Result{}, err
 		}
+		if deliver {
+			if err := r.Bootstrap.Delivery.Withdraw(ctx, fw.Namespace, fw.Name); err != nil {
+				return reconcile.Result{}, err
+			}
+			log.FromContext(ctx).Info("Agent connected; withdrew its bootstrap kubeconfig from the shoot")
+		}
 	}
 	if err := r.Client.Status().Patch(ctx, fw, patch); client.IgnoreNotFound(err) != nil {
 		return reconcile.Result{}, err
+	}
+	if deliver && !connected {
+		f, err := r.bootstrapKubeconfig(ctx, fw)
+		if err != nil {
+			return reconcile.Result{}, err
+		}
+		if err := r.Bootstrap.Delivery.Deliver(ctx, fw.Namespace, fw.Name, f.Content); err != nil {
+			return reconcile.Result{}, fmt.Errorf("delivering the bootstrap kubeconfig through the shoot: %w", err)
+		}
+		log.FromContext(ctx).Info("Delivered a bootstrap kubeconfig through the shoot", "machineID", m.ID)
 	}
 	return reconcile.Result{RequeueAfter: requeue}, nil
 }
