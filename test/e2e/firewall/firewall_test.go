@@ -23,8 +23,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/log"
-	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
@@ -43,19 +41,7 @@ import (
 // that bootstraps its own seed credential and reports in.
 var _ = Describe("Firewall extension end to end", func() {
 	It("brings a shoot's firewall up: machine, agent bootstrap, rules, Ready; and removes it", func(ctx SpecContext) {
-		if reason := netns.SkipReason(); reason != "" {
-			Skip(reason)
-		}
-		log.SetLogger(zap.New(zap.WriteTo(GinkgoWriter), zap.UseDevMode(true)))
-
-		By("building the agent")
 		dir := GinkgoT().TempDir()
-		agentBinary := filepath.Join(dir, "firewall-agent")
-		build := exec.Command("go", "build", "-o", agentBinary, "./cmd/firewall-agent")
-		build.Dir = testenv.RepoRoot()
-		build.Env = append(os.Environ(), "CGO_ENABLED=0")
-		out, err := build.CombinedOutput()
-		Expect(err).NotTo(HaveOccurred(), string(out))
 
 		By("starting a seed whose kube-controller-manager signs certificates")
 		seed, err := testenv.Start(testenv.Options{Name: "seed", CRDDirectoryPaths: testenv.SeedCRDPaths(), ControllerManager: true})
