@@ -97,6 +97,15 @@ func (a *actuator) Reconcile(ctx context.Context, log logr.Logger, ex *extension
 		return fmt.Errorf("FirewallDeployment: %w", err)
 	}
 	log.Info("Reconciled FirewallDeployment", "result", result)
+	// A state is only meaningful between a Migrate and its Restore; left in
+	// place, an old one would be taken for a part of the next migration's.
+	if ex.Status.State != nil {
+		patch := client.MergeFrom(ex.DeepCopy())
+		ex.Status.State = nil
+		if err := a.client.Status().Patch(ctx, ex, patch); err != nil {
+			return fmt.Errorf("clearing the migration state: %w", err)
+		}
+	}
 	return nil
 }
 

@@ -67,16 +67,24 @@ func (a *actuator) Migrate(ctx context.Context, log logr.Logger, ex *extensionsv
 			Status:     firewallv1alpha1.FirewallStatus{MachineStatus: fw.Status.MachineStatus},
 		})
 	}
-	raw, err := json.Marshal(st)
-	if err != nil {
-		return err
+	if saved, ok := savedState(ex); ok && saved.covers(st) {
+		// A Migrate that died after saving the state and deleting some
+		// objects: what is left is a part of what was saved. Overwriting the
+		// state with that part would lose the deleted Firewalls' machines,
+		// and the restore would create second ones.
+		log.Info("Keeping the firewall state saved by an earlier run of this migration", "firewallSets", len(saved.FirewallSets), "firewalls", len(saved.Firewalls))
+	} else {
+		raw, err := json.Marshal(st)
+		if err != nil {
+			return err
+		}
+		patch := client.MergeFrom(ex.DeepCopy())
+		ex.Status.State = &runtime.RawExtension{Raw: raw}
+		if err := a.client.Status().Patch(ctx, ex, patch); err != nil {
+			return fmt.Errorf("saving the state: %w", err)
+		}
+		log.Info("Saved firewall state", "firewallSets", len(st.FirewallSets), "firewalls", len(st.Firewalls))
 	}
-	patch := client.MergeFrom(ex.DeepCopy())
-	ex.Status.State = &runtime.RawExtension{Raw: raw}
-	if err := a.client.Status().Patch(ctx, ex, patch); err != nil {
-		return fmt.Errorf("saving the state: %w", err)
-	}
-	log.Info("Saved firewall state", "firewallSets", len(st.FirewallSets), "firewalls", len(st.Firewalls))
 
 	// Children before owners, each without finalizers: nothing is left for a
 	// cascade, and a paused object without finalizer cannot release a machine.
@@ -192,4 +200,47 @@ func portableMeta(m metav1.ObjectMeta) metav1.ObjectMeta {
 	annotations := maps.Clone(m.Annotations)
 	delete(annotations, firewallv1alpha1.AnnotationPaused)
 	return metav1.ObjectMeta{Name: m.Name, Labels: m.Labels, Annotations: annotations}
+}
+
+// savedState is the state in the Extension's status, if any.
+func savedState(ex *extensionsv1alpha1.Extension) (*state, bool) {
+	if ex.Status.State == nil || len(ex.Status.State.Raw) == 0 {
+		return nil, false
+	}
+	st := &state{}
+	if err := json.Unmarshal(ex.Status.State.Raw, st); err != nil {
+		return nil, false
+	}
+	return st, len(st.FirewallSets)+len(st.Firewalls) > 0
+}
+
+// covers tells whether every set and Firewall of current is in s under the
+// same name (and each Firewall with the same machine).
+func (s *state) covers(current state) bool {
+	sets := map[string]bool{}
+	for _, set := range s.FirewallSets {
+		sets[set.Name] = true
+	}
+	for _, set := range current.FirewallSets {
+		if !sets[set.Name] {
+			return false
+		}
+	}
+	machines := map[string]string{}
+	for _, fw := range s.Firewalls {
+		machines[fw.Name] = machineID(&fw)
+	}
+	for _, fw := range current.Firewalls {
+		if id, ok := machines[fw.Name]; !ok || id != machineID(&fw) {
+			return false
+		}
+	}
+	return true
+}
+
+func machineID(fw *firewallv1alpha1.Firewall) string {
+	if fw.Status.MachineStatus == nil {
+		return ""
+	}
+	return fw.Status.MachineStatus.MachineID
 }

@@ -1,12 +1,15 @@
 package firewallextension_test
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"time"
 
 	gardencorev1beta1 "github.com/gardener/gardener/pkg/apis/core/v1beta1"
 	v1beta1constants "github.com/gardener/gardener/pkg/apis/core/v1beta1/constants"
 	extensionsv1alpha1 "github.com/gardener/gardener/pkg/apis/extensions/v1alpha1"
+	"github.com/go-logr/logr"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
@@ -19,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	firewallv1alpha1 "github.com/metal-firewall/gardener-extension-firewall/pkg/apis/firewall/v1alpha1"
+	firewallcontroller "github.com/metal-firewall/gardener-extension-firewall/pkg/controller/firewall"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/controller/firewall/credentials"
 	"github.com/metal-firewall/gardener-extension-firewall/test/testenv"
 )
@@ -209,6 +213,7 @@ var _ = Describe("Extension firewall", func() {
 			return seedB.client.Update(ctx, exB)
 		}).Should(Succeed())
 		Eventually(lastOperation(ctx, seedB, exB)).WithTimeout(time.Minute).Should(MatchRegexp(`^(Restore|Reconcile) Succeeded$`))
+		Expect(exB.Status.State).To(BeNil(), "once restored, the state is cleared: an old one must not pass for a part of the next migration's")
 
 		Eventually(beatAndCountReady(ctx, seedB, namespace)).WithTimeout(time.Minute).Should(Equal([]string{fwA.Name}))
 		fwB := firewalls(ctx, seedB, namespace)[0]
@@ -223,5 +228,48 @@ var _ = Describe("Extension firewall", func() {
 		Expect(provider.IDs()).NotTo(ContainElement(machineID), "the machine is released")
 		Expect(bootstrapTokens(ctx, seedB, namespace)).To(BeEmpty())
 		Expect(seedB.client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: "shoot-access-firewall-agent"}, &corev1.Secret{})).To(Satisfy(apierrors.IsNotFound))
+	})
+})
+
+// failingSetDeletes is a seed client that dies, as an extension killed
+// mid-way would, when it comes to deleting a FirewallSet.
+type failingSetDeletes struct{ client.Client }
+
+func (c failingSetDeletes) Delete(ctx context.Context, obj client.Object, opts ...client.DeleteOption) error {
+	if _, ok := obj.(*firewallv1alpha1.FirewallSet); ok {
+		return errors.New("killed before deleting the FirewallSet")
+	}
+	return c.Client.Delete(ctx, obj, opts...)
+}
+
+var _ = Describe("Migrate killed half-way", func() {
+	It("keeps the state of the first run: the Firewalls it already deleted are not forgotten", func(ctx SpecContext) {
+		namespace := "shoot--p--killed"
+		createShoot(ctx, seedA, namespace)
+		ex := newExtension(namespace, providerConfig)
+		Expect(seedA.client.Create(ctx, ex)).To(Succeed())
+		var machineID string
+		Eventually(func(g Gomega) {
+			fws := firewalls(ctx, seedA, namespace)
+			g.Expect(fws).To(HaveLen(1))
+			g.Expect(fws[0].Status.MachineStatus).NotTo(BeNil())
+			machineID = fws[0].Status.MachineStatus.MachineID
+		}).WithTimeout(time.Minute).Should(Succeed())
+		Eventually(lastOperation(ctx, seedA, ex)).WithTimeout(time.Minute).Should(MatchRegexp(`^(Create|Reconcile) Succeeded$`))
+
+		By("the first run saves the state, deletes the Firewall and dies")
+		Expect(seedA.client.Get(ctx, client.ObjectKeyFromObject(ex), ex)).To(Succeed())
+		err := firewallcontroller.NewActuator(failingSetDeletes{seedA.client}, seedA.client).Migrate(ctx, logr.Discard(), ex)
+		Expect(err).To(MatchError(ContainSubstring("killed before deleting the FirewallSet")))
+		Eventually(func() []firewallv1alpha1.Firewall { return firewalls(ctx, seedA, namespace) }).Should(BeEmpty())
+
+		By("the restarted extension runs Migrate again")
+		Expect(seedA.client.Get(ctx, client.ObjectKeyFromObject(ex), ex)).To(Succeed())
+		Expect(firewallcontroller.NewActuator(seedA.client, seedA.client).Migrate(ctx, logr.Discard(), ex)).To(Succeed())
+		Expect(seedA.client.Get(ctx, client.ObjectKeyFromObject(ex), ex)).To(Succeed())
+		Expect(string(ex.Status.State.Raw)).To(ContainSubstring(machineID), "the deleted Firewall's machine is still in the state")
+		sets := &firewallv1alpha1.FirewallSetList{}
+		Expect(seedA.client.List(ctx, sets, client.InNamespace(namespace))).To(Succeed())
+		Expect(sets.Items).To(BeEmpty())
 	})
 })
