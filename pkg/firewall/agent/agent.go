@@ -249,7 +249,8 @@ func (a *Agent) takeDeliveredBootstrap(ctx context.Context, src *seed.Source) bo
 		return false
 	}
 	path := src.Config.BootstrapKubeconfig
-	if current, err := os.ReadFile(path); err == nil && bytes.Equal(current, delivered) {
+	// The path is sources.seed.bootstrapKubeconfig of the admin's own config file.
+	if current, err := os.ReadFile(path); err == nil && bytes.Equal(current, delivered) { //nolint:gosec // not user input
 		return false
 	}
 	if err := bootstrap.WriteSecretFile(path, delivered); err != nil {
