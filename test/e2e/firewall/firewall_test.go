@@ -4,12 +4,8 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"encoding/json"
-	"net/url"
-	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"time"
 
 	v1beta1constants "github.com/gardener/gardener/pkg/apis/core/v1beta1/constants"
@@ -84,19 +80,8 @@ var _ = Describe("Firewall extension end to end", func() {
 
 		By("enabling the firewall extension for a shoot")
 		namespace := "shoot--e2e--" + id
-		Expect(c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}})).To(Succeed())
-		Expect(c.Create(ctx, &extensionsv1alpha1.Cluster{
-			ObjectMeta: metav1.ObjectMeta{Name: namespace},
-			Spec: extensionsv1alpha1.ClusterSpec{
-				CloudProfile: runtime.RawExtension{Raw: []byte(`{"apiVersion":"core.gardener.cloud/v1beta1","kind":"CloudProfile","metadata":{"name":"local"}}`)},
-				Seed:         &runtime.RawExtension{Raw: []byte(`{"apiVersion":"core.gardener.cloud/v1beta1","kind":"Seed","metadata":{"name":"seed"}}`)},
-				Shoot:        runtime.RawExtension{Raw: []byte(`{"apiVersion":"core.gardener.cloud/v1beta1","kind":"Shoot","metadata":{"name":"e2e","namespace":"garden-e2e"}}`)},
-			},
-		})).To(Succeed())
 		// The seed stands in for the shoot: the agent only keeps its kubeconfig.
-		gardenerSecret, err := testenv.GardenerSecret(namespace, seed.Config)
-		Expect(err).NotTo(HaveOccurred())
-		Expect(c.Create(ctx, gardenerSecret)).To(Succeed())
+		prepareShootNamespace(ctx, c, namespace, seed)
 		ex := &extensionsv1alpha1.Extension{
 			ObjectMeta: metav1.ObjectMeta{Name: "firewall", Namespace: namespace, Annotations: map[string]string{v1beta1constants.GardenerOperation: v1beta1constants.GardenerOperationReconcile}},
 			Spec: extensionsv1alpha1.ExtensionSpec{DefaultSpec: extensionsv1alpha1.DefaultSpec{Type: "firewall", ProviderConfig: &runtime.RawExtension{Raw: []byte(
@@ -105,30 +90,10 @@ var _ = Describe("Firewall extension end to end", func() {
 		Expect(c.Create(ctx, ex)).To(Succeed())
 
 		By("letting the machine reach the seed as a real firewall reaches its seed's endpoint")
-		u, err := url.Parse(seed.Config.Host)
-		Expect(err).NotTo(HaveOccurred())
-		port, err := strconv.Atoi(u.Port())
-		Expect(err).NotTo(HaveOccurred())
-		var machineNetNS string
-		Eventually(func() string {
-			entries, _ := os.ReadDir(stateDir)
-			for _, e := range entries {
-				data, err := os.ReadFile(filepath.Join(stateDir, e.Name(), "machine.json"))
-				if err != nil {
-					continue
-				}
-				var rec struct {
-					NetNS string `json:"netns"`
-				}
-				if json.Unmarshal(data, &rec) == nil {
-					machineNetNS = rec.NetNS
-				}
-			}
-			return machineNetNS
-		}).WithTimeout(time.Minute).ShouldNot(BeEmpty())
+		machineNetNS := waitForMachine(stateDir).NetNS
 		fwdCtx, stopForward := context.WithCancel(context.Background())
 		DeferCleanup(stopForward)
-		Expect((&netns.NS{Name: machineNetNS}).ForwardLoopback(fwdCtx, port)).To(Succeed())
+		Expect((&netns.NS{Name: machineNetNS}).ForwardLoopback(fwdCtx, portOf(seed.Config.Host))).To(Succeed())
 
 		By("the agent bootstraps its certificate and reports in: the Firewall turns Ready")
 		Eventually(func(g Gomega) {

@@ -130,6 +130,28 @@ func prepareShootNamespace(ctx context.Context, c client.Client, namespace strin
 	Expect(c.Create(ctx, gardenerSecret)).To(Succeed())
 }
 
+// machineRecord is what the local provider records of a machine.
+type machineRecord struct {
+	ID    string `json:"id"`
+	NetNS string `json:"netns"`
+}
+
+// waitForMachine waits until the local provider has recorded a machine.
+func waitForMachine(stateDir string) machineRecord {
+	GinkgoHelper()
+	var rec machineRecord
+	Eventually(func() string {
+		entries, _ := os.ReadDir(stateDir)
+		for _, e := range entries {
+			if data, err := os.ReadFile(filepath.Join(stateDir, e.Name(), "machine.json")); err == nil {
+				_ = json.Unmarshal(data, &rec)
+			}
+		}
+		return rec.NetNS
+	}).WithTimeout(time.Minute).ShouldNot(BeEmpty())
+	return rec
+}
+
 func portOf(host string) int {
 	u, err := url.Parse(host)
 	Expect(err).NotTo(HaveOccurred())
@@ -220,19 +242,7 @@ var _ = Describe("Control plane migration end to end", func() {
 		Expect(cA.Create(ctx, ex)).To(Succeed())
 
 		By("wiring the machine's networks: the shoot's nodes inside, a server outside")
-		var rec struct {
-			ID    string `json:"id"`
-			NetNS string `json:"netns"`
-		}
-		Eventually(func() string {
-			entries, _ := os.ReadDir(stateDir)
-			for _, e := range entries {
-				if data, err := os.ReadFile(filepath.Join(stateDir, e.Name(), "machine.json")); err == nil {
-					_ = json.Unmarshal(data, &rec)
-				}
-			}
-			return rec.NetNS
-		}).WithTimeout(time.Minute).ShouldNot(BeEmpty())
+		rec := waitForMachine(stateDir)
 		short := strings.TrimPrefix(rec.ID, "local-")
 		for _, step := range [][]string{
 			{"-n", rec.NetNS, "addr", "add", "10.250.0.1/24", "dev", "int0"},
