@@ -18,18 +18,14 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	fwv1alpha1 "github.com/metal-firewall/gardener-extension-firewall/pkg/apis/firewall/v1alpha1"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/firewall/bootstrap"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/firewall/config"
 )
 
-// Names the extension uses for a delivered bootstrap kubeconfig (see the
-// extension's credentials.ShootDelivery), and the key of the kubeconfig in
-// the shoot access secret (Gardener's TokenRequestor fills its token).
-const (
-	bootstrapSecretPrefix     = "firewall-agent-bootstrap-"
-	BootstrapKubeconfigKey    = "kubeconfig"
-	AccessSecretKubeconfigKey = "kubeconfig"
-)
+// AccessSecretKubeconfigKey is the key of the kubeconfig in the shoot access
+// secret (Gardener's TokenRequestor fills its token).
+const AccessSecretKubeconfigKey = "kubeconfig"
 
 // Source talks to the shoot as the firewall's agent.
 type Source struct {
@@ -79,14 +75,14 @@ func (s *Source) DeliveredBootstrapKubeconfig(ctx context.Context) ([]byte, erro
 		return nil, err
 	}
 	secret := &corev1.Secret{}
-	err = c.Get(ctx, client.ObjectKey{Namespace: s.Config.Namespace, Name: bootstrapSecretPrefix + s.Name}, secret)
+	err = c.Get(ctx, client.ObjectKey{Namespace: s.Config.Namespace, Name: fwv1alpha1.DeliveredBootstrapSecretName(s.Name)}, secret)
 	if apierrors.IsNotFound(err) {
 		return nil, nil
 	}
 	if err != nil {
 		return nil, fmt.Errorf("reading the delivered bootstrap kubeconfig from the shoot: %w", err)
 	}
-	return secret.Data[BootstrapKubeconfigKey], nil
+	return secret.Data[fwv1alpha1.DeliveredBootstrapKey], nil
 }
 
 // connect builds the shoot client from the kubeconfig on disk, again when

@@ -404,7 +404,7 @@ var _ = Describe("Control plane migration end to end", func() {
 
 		By("the delivered kubeconfig is withdrawn from the shoot and the new token revoked")
 		Eventually(func() bool {
-			return apierrors.IsNotFound(cShoot.Get(ctx, client.ObjectKey{Namespace: credentials.ShootNamespace, Name: credentials.BootstrapSecretName(fwName)}, &corev1.Secret{}))
+			return apierrors.IsNotFound(cShoot.Get(ctx, client.ObjectKey{Namespace: credentials.ShootNamespace, Name: firewallv1alpha1.DeliveredBootstrapSecretName(fwName)}, &corev1.Secret{}))
 		}).Should(BeTrue())
 		Eventually(func() []corev1.Secret { return agentTokens(ctx, cB, namespace) }).Should(BeEmpty())
 

@@ -46,3 +46,14 @@ func ParseAgentUserName(user string) (namespace, name string, err error) {
 	}
 	return parts[0], parts[1], nil
 }
+
+// DeliveredBootstrapKey is the data key of the bootstrap kubeconfig the seed
+// delivers through the shoot after a control plane migration.
+const DeliveredBootstrapKey = "kubeconfig"
+
+// DeliveredBootstrapSecretName names the shoot Secret (and the Role and
+// RoleBinding that let the agent read it) that carries a firewall's
+// delivered bootstrap kubeconfig; the extension writes it, the agent reads it.
+func DeliveredBootstrapSecretName(firewall string) string {
+	return "firewall-agent-bootstrap-" + firewall
+}

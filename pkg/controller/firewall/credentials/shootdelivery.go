@@ -27,15 +27,6 @@ const AgentServiceAccountName = "firewall-agent"
 // there: its policies and, after a migration, its bootstrap kubeconfig.
 const ShootNamespace = firewallv1alpha1.ClusterwideNetworkPolicyNamespace
 
-// BootstrapKubeconfigKey is the data key of a delivered bootstrap kubeconfig.
-const BootstrapKubeconfigKey = "kubeconfig"
-
-// BootstrapSecretName names the shoot Secret (and the Role and RoleBinding
-// that let the agent read it) that carries a firewall's bootstrap kubeconfig.
-func BootstrapSecretName(firewall string) string {
-	return "firewall-agent-bootstrap-" + firewall
-}
-
 // ShootDelivery hands a firewall's bootstrap kubeconfig to its agent through
 // the shoot. After a control plane migration the machine still holds a
 // credential for the old seed only; the shoot's endpoint is the one address
@@ -46,11 +37,10 @@ func BootstrapSecretName(firewall string) string {
 // credential that lives minutes and is needed now, and it is withdrawn as
 // soon as the agent holds its certificate.
 type ShootDelivery struct {
-	// SeedClient reads the shoot's `gardener` kubeconfig Secret of a shoot namespace.
+	// SeedClient reads the shoot's `gardener` kubeconfig Secret of a shoot
+	// namespace, from which the shoot client is built, as every Gardener
+	// extension does.
 	SeedClient client.Client
-	// NewShootClient returns a client for the shoot of a seed namespace; by
-	// default from the `gardener` Secret, as every Gardener extension does.
-	NewShootClient func(ctx context.Context, namespace string) (client.Client, error)
 }
 
 var shootScheme = func() *runtime.Scheme {
@@ -62,9 +52,6 @@ var shootScheme = func() *runtime.Scheme {
 }()
 
 func (d *ShootDelivery) shootClient(ctx context.Context, namespace string) (client.Client, error) {
-	if d.NewShootClient != nil {
-		return d.NewShootClient(ctx, namespace)
-	}
 	_, c, err := util.NewClientForShoot(ctx, d.SeedClient, namespace, client.Options{Scheme: shootScheme}, extensionsconfigv1alpha1.RESTOptions{})
 	if err != nil {
 		return nil, fmt.Errorf("client for the shoot of %s: %w", namespace, err)
@@ -83,14 +70,14 @@ func (d *ShootDelivery) Deliver(ctx context.Context, namespace, name string, kub
 	if err := c.Create(ctx, ns); err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("shoot namespace %s: %w", ShootNamespace, err)
 	}
-	secretName := BootstrapSecretName(name)
+	secretName := firewallv1alpha1.DeliveredBootstrapSecretName(name)
 	labels := map[string]string{LabelName: name}
 
 	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: secretName, Namespace: ShootNamespace}}
 	if _, err := controllerutil.CreateOrUpdate(ctx, c, secret, func() error {
 		secret.Labels = labels
 		secret.Type = corev1.SecretTypeOpaque
-		secret.Data = map[string][]byte{BootstrapKubeconfigKey: kubeconfig}
+		secret.Data = map[string][]byte{firewallv1alpha1.DeliveredBootstrapKey: kubeconfig}
 		return nil
 	}); err != nil {
 		return fmt.Errorf("shoot secret %s/%s: %w", ShootNamespace, secretName, err)
@@ -121,7 +108,7 @@ func (d *ShootDelivery) Withdraw(ctx context.Context, namespace, name string) er
 	if err != nil {
 		return err
 	}
-	meta := metav1.ObjectMeta{Name: BootstrapSecretName(name), Namespace: ShootNamespace}
+	meta := metav1.ObjectMeta{Name: firewallv1alpha1.DeliveredBootstrapSecretName(name), Namespace: ShootNamespace}
 	for _, obj := range []client.Object{&corev1.Secret{ObjectMeta: meta}, &rbacv1.RoleBinding{ObjectMeta: meta}, &rbacv1.Role{ObjectMeta: meta}} {
 		if err := c.Delete(ctx, obj); client.IgnoreNotFound(err) != nil {
 			return fmt.Errorf("withdrawing %s/%s from the shoot: %w", ShootNamespace, meta.Name, err)
