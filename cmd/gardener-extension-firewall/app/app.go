@@ -143,6 +143,11 @@ func run(ctx context.Context, opts *Options) error {
 		if err := aclwebhook.AddToManager(mgr); err != nil {
 			return err
 		}
+		if opts.WebhookConfigNamespace != "" {
+			if err := addWebhookCertificates(ctx, mgr, opts); err != nil {
+				return err
+			}
+		}
 	}
 	if err := firewallhealthcheck.AddToManager(mgr, firewallcontroller.Type, firewallcontroller.DeploymentName, firewallhealthcheck.DefaultSyncPeriod); err != nil {
 		return err

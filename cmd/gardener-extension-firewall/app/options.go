@@ -41,6 +41,10 @@ type Options struct {
 	ACL            aclcontroller.Config
 	WebhookPort    int
 	WebhookCertDir string
+	// WebhookConfigNamespace, when set, makes the binary manage the webhook's certificates
+	// and registration itself, the Gardener way (see webhook.go).
+	WebhookConfigNamespace   string
+	WebhookConfigServicePort int
 }
 
 // AddFlags registers the flags; README.md documents each of them.
@@ -66,6 +70,8 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	o.ACL.AddFlags(fs)
 	fs.IntVar(&o.WebhookPort, "webhook-port", 9443, "port of the EnvoyFilter webhook")
 	fs.StringVar(&o.WebhookCertDir, "webhook-cert-dir", "", "folder with tls.crt and tls.key of the webhook server; empty disables the webhook (the acl controller then deploys each shoot's own filter itself)")
+	fs.StringVar(&o.WebhookConfigNamespace, "webhook-config-namespace", "", "the extension's namespace: generate and rotate the webhook CA and server certificate in Secrets there, write them to --webhook-cert-dir and register the MutatingWebhookConfiguration for the Service "+WebhookServiceName+" of this namespace; empty: bring tls.crt/tls.key and the registration yourself")
+	fs.IntVar(&o.WebhookConfigServicePort, "webhook-config-service-port", 443, "port of the Service "+WebhookServiceName+" that the webhook registration names")
 }
 
 // Validate checks the flags before anything starts.
@@ -81,6 +87,9 @@ func (o *Options) Validate() error {
 	}
 	if o.MachineProvider != "local" {
 		errs = append(errs, fmt.Errorf("--machine-provider %q is not supported, only local", o.MachineProvider))
+	}
+	if o.WebhookConfigNamespace != "" && o.WebhookCertDir == "" {
+		errs = append(errs, errors.New("--webhook-config-namespace needs --webhook-cert-dir: the managed server certificate is written there"))
 	}
 	if o.BootstrapValidity <= 0 || o.BootstrapValidity > time.Hour {
 		errs = append(errs, fmt.Errorf("--bootstrap-token-validity %s must be within (0, 1h]", o.BootstrapValidity))

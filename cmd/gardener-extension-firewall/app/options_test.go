@@ -36,6 +36,11 @@ var _ = Describe("Options", func() {
 		)))
 	})
 
+	It("refuses a managed webhook certificate without a folder to write it to", func() {
+		Expect(parse("--webhook-config-namespace=extension-firewall").Validate()).To(MatchError(
+			ContainSubstring("--webhook-config-namespace needs --webhook-cert-dir")))
+	})
+
 	It("builds a scheme that knows the seed's and the firewall API's kinds", func() {
 		scheme, err := Scheme()
 		Expect(err).NotTo(HaveOccurred())
