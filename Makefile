@@ -61,6 +61,10 @@ check: $(GOLANGCI_LINT)
 generate: $(CONTROLLER_GEN)
 	hack/update-upstream-crds.sh
 	hack/generate-crds.sh $(CONTROLLER_GEN)
+	@# The chart installs the seed CRDs; its copies follow the generated ones.
+	rm -rf charts/gardener-extension-firewall/seed-crds
+	mkdir -p charts/gardener-extension-firewall/seed-crds
+	cp pkg/apis/firewall/crds/seed/*.yaml charts/gardener-extension-firewall/seed-crds/
 
 # Fails when `make generate` changes anything that is committed.
 .PHONY: verify-generate

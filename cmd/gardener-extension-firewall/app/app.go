@@ -32,6 +32,9 @@ import (
 	aclwebhook "github.com/metal-firewall/gardener-extension-firewall/pkg/webhook/acl"
 )
 
+// LeaderElectionID is the name of the leader election Lease; the chart's Role names it.
+const LeaderElectionID = "gardener-extension-firewall-leader-election"
+
 // Version is set at build time with -ldflags -X .../app.Version=v1.2.3.
 var Version = "dev"
 
@@ -92,7 +95,7 @@ func run(ctx context.Context, opts *Options) error {
 	mgr, err := manager.New(cfg, manager.Options{
 		Scheme:                  scheme,
 		LeaderElection:          opts.LeaderElection,
-		LeaderElectionID:        "gardener-extension-firewall-leader-election",
+		LeaderElectionID:        LeaderElectionID,
 		LeaderElectionNamespace: opts.LeaderElectionNamespace,
 		Metrics:                 metricsserver.Options{BindAddress: opts.MetricsBindAddress},
 		HealthProbeBindAddress:  opts.HealthProbeBindAddress,

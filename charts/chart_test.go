@@ -1,0 +1,178 @@
+package charts_test
+
+import (
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+
+	"github.com/metal-firewall/gardener-extension-firewall/cmd/gardener-extension-firewall/app"
+)
+
+var _ = Describe("Chart", func() {
+	It("renders with its defaults, the seed API server and gardenlet's values", func() {
+		Expect(kindsAndNames(objects(minimalValues()))).To(ConsistOf(
+			"CustomResourceDefinition/firewalldeployments.firewall.metal-firewall.io",
+			"CustomResourceDefinition/firewallsets.firewall.metal-firewall.io",
+			"CustomResourceDefinition/firewalls.firewall.metal-firewall.io",
+			"ServiceAccount/gardener-extension-firewall",
+			"ClusterRole/gardener-extension-firewall",
+			"ClusterRole/gardener-extension-firewall:agent-csr",
+			"ClusterRoleBinding/gardener-extension-firewall",
+			"Role/gardener-extension-firewall",
+			"RoleBinding/gardener-extension-firewall",
+			"Deployment/gardener-extension-firewall",
+			"Service/gardener-extension-firewall",
+			"VerticalPodAutoscaler/gardener-extension-firewall",
+			"PodDisruptionBudget/gardener-extension-firewall",
+		))
+	})
+
+	It("refuses to render without the seed API server, naming the value", func() {
+		_, err := render(map[string]any{})
+		Expect(err).To(MatchError(ContainSubstring("seedAPIServer.url (or seedAPIServer.seeds.<seed name>.url) is required")))
+	})
+
+	It("takes the seed API server of the seed it is rendered for", func() {
+		values := with(minimalValues(), []string{"seedAPIServer", "seeds"}, map[string]any{
+			"seed-b": map[string]any{"url": "https://api.seed-b.example.com", "caBundle": "-----BEGIN CERTIFICATE-----\nB\n-----END CERTIFICATE-----\n"},
+		})
+		objs := objects(values)
+		Expect(args(objs)).To(ContainElement("--seed-server=" + seedURL))
+		Expect(find[*corev1.ConfigMap](objs, "gardener-extension-firewall-seed-ca")).To(BeNil(), "no CA bundle given for seed-a")
+		Expect(seedCAVolume(objs).ConfigMap.Name).To(Equal("kube-root-ca.crt"))
+
+		objs = objects(with(values, []string{"gardener", "seed", "name"}, "seed-b"))
+		Expect(args(objs)).To(ContainElement("--seed-server=https://api.seed-b.example.com"))
+		cm := find[*corev1.ConfigMap](objs, "gardener-extension-firewall-seed-ca")
+		Expect(cm).NotTo(BeNil())
+		Expect(cm.Data).To(HaveKeyWithValue("ca.crt", "-----BEGIN CERTIFICATE-----\nB\n-----END CERTIFICATE-----\n"))
+		Expect(seedCAVolume(objs).ConfigMap.Name).To(Equal(cm.Name))
+	})
+
+	DescribeTable("toggles",
+		func(path []string, value any, gone []string, argsGone []string) {
+			before := objects(minimalValues())
+			after := objects(with(minimalValues(), path, value))
+			Expect(kindsAndNames(before)).To(ContainElements(gone), "renders by default")
+			Expect(kindsAndNames(after)).NotTo(ContainElements(gone))
+			Expect(len(after)).To(Equal(len(before)-len(gone)), "nothing else goes")
+			for _, a := range argsGone {
+				Expect(args(before)).To(ContainElement(HavePrefix(a)))
+				Expect(args(after)).NotTo(ContainElement(HavePrefix(a)))
+			}
+		},
+		Entry("vpa.enabled", []string{"vpa", "enabled"}, false, []string{"VerticalPodAutoscaler/gardener-extension-firewall"}, nil),
+		Entry("podDisruptionBudget.enabled", []string{"podDisruptionBudget", "enabled"}, false, []string{"PodDisruptionBudget/gardener-extension-firewall"}, nil),
+		Entry("webhook.enabled", []string{"webhook", "enabled"}, false, []string{"Service/gardener-extension-firewall"},
+			[]string{"--webhook-port=", "--webhook-cert-dir=", "--webhook-config-namespace=", "--webhook-config-service-port="}),
+		Entry("crds.enabled", []string{"crds", "enabled"}, false, []string{
+			"CustomResourceDefinition/firewalldeployments.firewall.metal-firewall.io",
+			"CustomResourceDefinition/firewallsets.firewall.metal-firewall.io",
+			"CustomResourceDefinition/firewalls.firewall.metal-firewall.io",
+		}, nil),
+	)
+
+	It("without the webhook, grants nothing for its registration and opens no port", func() {
+		objs := objects(with(minimalValues(), []string{"webhook", "enabled"}, false))
+		role := find[*rbacv1.ClusterRole](objs, "gardener-extension-firewall")
+		for _, r := range role.Rules {
+			Expect(r.Resources).NotTo(ContainElements("mutatingwebhookconfigurations", "namespaces"))
+		}
+		Expect(container(objs).Ports).NotTo(ContainElement(HaveField("Name", "webhook-server")))
+		Expect(volumes(objs)).NotTo(ContainElement(HaveField("Name", "webhook-certs")))
+	})
+
+	It("wires the webhook Service to the server the binary registers", func() {
+		objs := objects(minimalValues())
+		svc := find[*corev1.Service](objs, app.WebhookServiceName)
+		Expect(svc).NotTo(BeNil(), "the binary registers the webhook at Service %s", app.WebhookServiceName)
+		Expect(svc.Namespace).To(Equal(namespace))
+		Expect(svc.Spec.Ports).To(HaveLen(1))
+		opts := parsedOptions(objs)
+		Expect(svc.Spec.Ports[0].Port).To(BeEquivalentTo(opts.WebhookConfigServicePort))
+		Expect(svc.Spec.Ports[0].TargetPort.IntValue()).To(Equal(opts.WebhookPort))
+		Expect(container(objs).Ports).To(ContainElement(And(HaveField("Name", "webhook-server"), HaveField("ContainerPort", BeEquivalentTo(opts.WebhookPort)))))
+		Expect(svc.Spec.Selector).To(Equal(deployment(objs).Spec.Selector.MatchLabels))
+		Expect(opts.WebhookConfigNamespace).To(Equal(namespace))
+		Expect(container(objs).VolumeMounts).To(ContainElement(And(HaveField("Name", "webhook-certs"), HaveField("MountPath", opts.WebhookCertDir))))
+	})
+
+	It("probes the health port the binary serves", func() {
+		objs := objects(minimalValues())
+		c := container(objs)
+		Expect(c.LivenessProbe.HTTPGet.Path).To(Equal("/healthz"))
+		Expect(c.ReadinessProbe.HTTPGet.Path).To(Equal("/readyz"))
+		Expect(c.LivenessProbe.HTTPGet.Port.StrVal).To(Equal("health"))
+		Expect(c.ReadinessProbe.HTTPGet.Port.StrVal).To(Equal("health"))
+		Expect(c.Ports).To(ContainElement(And(HaveField("Name", "health"), HaveField("ContainerPort", BeEquivalentTo(port(parsedOptions(objs).HealthProbeBindAddress))))))
+		Expect(c.Resources.Requests).NotTo(BeEmpty())
+	})
+
+	It("elects a leader in its own namespace with the Lease its Role names", func() {
+		objs := objects(minimalValues())
+		Expect(parsedOptions(objs).LeaderElection).To(BeTrue())
+		Expect(parsedOptions(objs).LeaderElectionNamespace).To(Equal(namespace))
+		role := find[*rbacv1.Role](objs, "gardener-extension-firewall")
+		Expect(role.Namespace).To(Equal(namespace))
+		Expect(role.Rules).To(ContainElement(And(
+			HaveField("Resources", ConsistOf("leases")),
+			HaveField("ResourceNames", ConsistOf(app.LeaderElectionID)),
+			HaveField("Verbs", ContainElements("get", "update")),
+		)))
+	})
+
+	It("runs the local machine provider privileged with its state in the pod, and nothing else so", func() {
+		objs := objects(minimalValues())
+		Expect(*container(objs).SecurityContext.Privileged).To(BeTrue())
+		opts := parsedOptions(objs)
+		Expect(container(objs).VolumeMounts).To(ContainElement(HaveField("MountPath", opts.LocalStateDir)))
+
+		objs = objects(with(minimalValues(), []string{"machineProvider", "type"}, "metal"))
+		sc := container(objs).SecurityContext
+		Expect(sc.Privileged).To(BeNil())
+		Expect(*sc.RunAsNonRoot).To(BeTrue())
+		Expect(*sc.AllowPrivilegeEscalation).To(BeFalse())
+		Expect(args(objs)).NotTo(ContainElement(HavePrefix("--local-")))
+	})
+
+	It("binds its ServiceAccount, whose token Gardener projects", func() {
+		objs := objects(minimalValues())
+		sa := find[*corev1.ServiceAccount](objs, "gardener-extension-firewall")
+		Expect(*sa.AutomountServiceAccountToken).To(BeFalse())
+		Expect(deployment(objs).Spec.Template.Spec.ServiceAccountName).To(Equal(sa.Name))
+		for _, subjects := range [][]rbacv1.Subject{
+			find[*rbacv1.ClusterRoleBinding](objs, "gardener-extension-firewall").Subjects,
+			find[*rbacv1.RoleBinding](objs, "gardener-extension-firewall").Subjects,
+		} {
+			Expect(subjects).To(ConsistOf(rbacv1.Subject{Kind: "ServiceAccount", Name: sa.Name, Namespace: namespace}))
+		}
+	})
+})
+
+func deployment(objs []Object) *appsv1.Deployment {
+	d := find[*appsv1.Deployment](objs, "gardener-extension-firewall")
+	ExpectWithOffset(1, d).NotTo(BeNil())
+	return d
+}
+
+func container(objs []Object) corev1.Container {
+	cs := deployment(objs).Spec.Template.Spec.Containers
+	ExpectWithOffset(1, cs).To(HaveLen(1))
+	return cs[0]
+}
+
+func args(objs []Object) []string { return container(objs).Args }
+
+func volumes(objs []Object) []corev1.Volume { return deployment(objs).Spec.Template.Spec.Volumes }
+
+func seedCAVolume(objs []Object) corev1.Volume {
+	for _, v := range volumes(objs) {
+		if v.Name == "seed-ca" {
+			return v
+		}
+	}
+	Fail("no seed-ca volume")
+	return corev1.Volume{}
+}

@@ -1,0 +1,106 @@
+package charts_test
+
+import (
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	"github.com/spf13/pflag"
+
+	"github.com/metal-firewall/gardener-extension-firewall/cmd/gardener-extension-firewall/app"
+)
+
+// parse parses args with the binary's own flag set, so a flag the binary no longer has fails.
+func parse(args []string) (*app.Options, *pflag.FlagSet, error) {
+	opts := &app.Options{}
+	fs := pflag.NewFlagSet("gardener-extension-firewall", pflag.ContinueOnError)
+	fs.SetOutput(GinkgoWriter)
+	opts.AddFlags(fs)
+	return opts, fs, fs.Parse(args)
+}
+
+func parsedOptions(objs []Object) *app.Options {
+	opts, _, err := parse(args(objs))
+	ExpectWithOffset(1, err).NotTo(HaveOccurred())
+	return opts
+}
+
+func port(address string) int {
+	_, p, err := net.SplitHostPort(address)
+	ExpectWithOffset(1, err).NotTo(HaveOccurred())
+	n, err := strconv.Atoi(p)
+	ExpectWithOffset(1, err).NotTo(HaveOccurred())
+	return n
+}
+
+// validate runs the binary's own validation, with the seed CA file (a volume in the pod)
+// standing in as a temporary file.
+func validate(opts *app.Options) error {
+	ca := filepath.Join(GinkgoT().TempDir(), "ca.crt")
+	ExpectWithOffset(1, os.WriteFile(ca, []byte("pem"), 0o600)).To(Succeed())
+	ExpectWithOffset(1, opts.SeedCAFile).To(HavePrefix("/etc/gardener-extension-firewall/seed-ca/"))
+	opts.SeedCAFile = ca
+	return opts.Validate()
+}
+
+// notSetByChart are the binary's flags the chart leaves at their defaults, and why.
+var notSetByChart = map[string]string{
+	"kubeconfig": "in the seed the in-cluster config is right",
+	"help":       "",
+	"version":    "",
+}
+
+var _ = Describe("Deployment flags", func() {
+	It("are flags the binary accepts, with values it validates", func() {
+		opts, fs, err := parse(args(objects(minimalValues())))
+		Expect(err).NotTo(HaveOccurred())
+		Expect(fs.Args()).To(BeEmpty(), "every argument is a flag")
+		Expect(validate(opts)).To(Succeed())
+	})
+
+	It("would fail for a flag the binary does not have", func() {
+		_, _, err := parse([]string{"--seed-server=" + seedURL, "--no-such-flag=1"})
+		Expect(err).To(MatchError(ContainSubstring("unknown flag: --no-such-flag")))
+	})
+
+	It("set every flag of the binary but the ones left at their defaults on purpose", func() {
+		_, fs, err := parse(args(objects(minimalValues())))
+		Expect(err).NotTo(HaveOccurred())
+		var unset []string
+		fs.VisitAll(func(f *pflag.Flag) {
+			if _, ok := notSetByChart[f.Name]; !f.Changed && !ok {
+				unset = append(unset, "--"+f.Name)
+			}
+		})
+		Expect(unset).To(BeEmpty(), "a new flag of the binary needs a value in the chart (or an entry in notSetByChart): %s", strings.Join(unset, ", "))
+	})
+
+	It("carry the values", func() {
+		values := minimalValues()
+		with(values, []string{"acl", "alwaysAllowedCIDRs"}, []any{"192.0.2.0/24", "2001:db8::/32"})
+		with(values, []string{"acl", "maxCIDRs"}, 100)
+		with(values, []string{"firewall", "bootstrapTokenValidity"}, "30m")
+		with(values, []string{"firewall", "csrMaxDuration"}, "12h")
+		with(values, []string{"controllers", "ignoreOperationAnnotation"}, true)
+		opts, _, err := parse(args(objects(values)))
+		Expect(err).NotTo(HaveOccurred())
+		Expect(opts.ACL.AlwaysAllowedCIDRs).To(Equal([]string{"192.0.2.0/24", "2001:db8::/32"}))
+		Expect(opts.ACL.Limits.MaxCIDRs).To(Equal(100))
+		Expect(opts.BootstrapValidity.String()).To(Equal("30m0s"))
+		Expect(opts.CSRMaxDuration.String()).To(Equal("12h0m0s"))
+		Expect(opts.IgnoreOperationAnnotation).To(BeTrue())
+		Expect(opts.SeedServer).To(Equal(seedURL))
+		Expect(validate(opts)).To(Succeed())
+	})
+
+	It("without the webhook are still valid", func() {
+		opts, _, err := parse(args(objects(with(minimalValues(), []string{"webhook", "enabled"}, false))))
+		Expect(err).NotTo(HaveOccurred())
+		Expect(opts.WebhookCertDir).To(BeEmpty(), "an empty cert dir is what turns the webhook off")
+		Expect(validate(opts)).To(Succeed())
+	})
+})
