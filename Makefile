@@ -65,6 +65,8 @@ generate: $(CONTROLLER_GEN)
 	rm -rf charts/gardener-extension-firewall/seed-crds
 	mkdir -p charts/gardener-extension-firewall/seed-crds
 	cp pkg/apis/firewall/crds/seed/*.yaml charts/gardener-extension-firewall/seed-crds/
+	@# Registration examples with the chart packed in (deterministic: same chart, same bytes).
+	go run ./hack/tools/controller-registration -out example
 
 # Fails when `make generate` changes anything that is committed.
 .PHONY: verify-generate
