@@ -28,6 +28,7 @@ import (
 	firewallhealthcheck "github.com/metal-firewall/gardener-extension-firewall/pkg/controller/firewall/healthcheck"
 	firewallmanager "github.com/metal-firewall/gardener-extension-firewall/pkg/controller/manager"
 	managerfirewall "github.com/metal-firewall/gardener-extension-firewall/pkg/controller/manager/firewall"
+	"github.com/metal-firewall/gardener-extension-firewall/pkg/controller/manager/machine"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/controller/manager/machine/local"
 	aclwebhook "github.com/metal-firewall/gardener-extension-firewall/pkg/webhook/acl"
 )
@@ -84,15 +85,30 @@ func run(ctx context.Context, opts *Options) error {
 	if err != nil {
 		return err
 	}
-	caData, err := os.ReadFile(opts.SeedCAFile)
-	if err != nil {
-		return fmt.Errorf("--seed-ca-file: %w", err)
-	}
 	scheme, err := Scheme()
 	if err != nil {
 		return err
 	}
-	mgr, err := manager.New(cfg, manager.Options{
+	mgr, err := manager.New(cfg, ManagerOptions(opts, scheme))
+	if err != nil {
+		return err
+	}
+	provider, err := local.New(local.Options{
+		StateDir: opts.LocalStateDir, AgentPath: opts.LocalAgentPath,
+		InternalNetNS: opts.LocalInternalNS, ExternalNetNS: opts.LocalExternalNS,
+	})
+	if err != nil {
+		return err
+	}
+	if err := AddToManager(ctx, mgr, opts, provider); err != nil {
+		return err
+	}
+	return mgr.Start(ctx)
+}
+
+// ManagerOptions are the manager's options for the flags.
+func ManagerOptions(opts *Options, scheme *runtime.Scheme) manager.Options {
+	return manager.Options{
 		Scheme:                  scheme,
 		LeaderElection:          opts.LeaderElection,
 		LeaderElectionID:        LeaderElectionID,
@@ -100,22 +116,21 @@ func run(ctx context.Context, opts *Options) error {
 		Metrics:                 metricsserver.Options{BindAddress: opts.MetricsBindAddress},
 		HealthProbeBindAddress:  opts.HealthProbeBindAddress,
 		WebhookServer:           webhook.NewServer(webhook.Options{Port: opts.WebhookPort, CertDir: opts.WebhookCertDir}),
-	})
+	}
+}
+
+// AddToManager adds everything the binary runs to mgr: health checks, the firewall manager with
+// the machine provider, the CSR approver, the Extension controllers and their health checks,
+// and (with a cert dir) the webhook. Tests use it to run exactly the binary's wiring.
+func AddToManager(ctx context.Context, mgr manager.Manager, opts *Options, provider machine.Provider) error {
+	caData, err := os.ReadFile(opts.SeedCAFile)
 	if err != nil {
-		return err
+		return fmt.Errorf("--seed-ca-file: %w", err)
 	}
 	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
 		return err
 	}
 	if err := mgr.AddReadyzCheck("informer-sync", gardenerhealthz.NewCacheSyncHealthz(mgr.GetCache())); err != nil {
-		return err
-	}
-
-	provider, err := local.New(local.Options{
-		StateDir: opts.LocalStateDir, AgentPath: opts.LocalAgentPath,
-		InternalNetNS: opts.LocalInternalNS, ExternalNetNS: opts.LocalExternalNS,
-	})
-	if err != nil {
 		return err
 	}
 	if err := firewallmanager.AddToManager(mgr, firewallmanager.Options{
@@ -155,10 +170,7 @@ func run(ctx context.Context, opts *Options) error {
 	if err := firewallhealthcheck.AddToManager(mgr, firewallcontroller.Type, firewallcontroller.DeploymentName, firewallhealthcheck.DefaultSyncPeriod); err != nil {
 		return err
 	}
-	if err := aclhealthcheck.AddToManager(mgr, aclhealthcheck.DefaultSyncPeriod); err != nil {
-		return err
-	}
-	return mgr.Start(ctx)
+	return aclhealthcheck.AddToManager(mgr, aclhealthcheck.DefaultSyncPeriod)
 }
 
 func restConfig(kubeconfig string) (*rest.Config, error) {
