@@ -78,7 +78,7 @@ var _ = Describe("Chart", func() {
 		objs := objects(with(minimalValues(), []string{"webhook", "enabled"}, false))
 		role := find[*rbacv1.ClusterRole](objs, "gardener-extension-firewall")
 		for _, r := range role.Rules {
-			Expect(r.Resources).NotTo(ContainElements("mutatingwebhookconfigurations", "namespaces"))
+			Expect(r.Resources).NotTo(ContainElement("mutatingwebhookconfigurations"))
 		}
 		Expect(container(objs).Ports).NotTo(ContainElement(HaveField("Name", "webhook-server")))
 		Expect(volumes(objs)).NotTo(ContainElement(HaveField("Name", "webhook-certs")))
