@@ -176,3 +176,10 @@ func seedCAVolume(objs []Object) corev1.Volume {
 	Fail("no seed-ca volume")
 	return corev1.Volume{}
 }
+
+var _ = Describe("Image", func() {
+	It("is the one reference given, so that skaffold can set it", func() {
+		objs := objects(with(minimalValues(), []string{"image"}, "local-skaffold/gardener-extension-firewall:dev"))
+		Expect(container(objs).Image).To(Equal("local-skaffold/gardener-extension-firewall:dev"))
+	})
+})

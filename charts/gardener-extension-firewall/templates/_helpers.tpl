@@ -14,10 +14,6 @@ app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
 helm.sh/chart: {{ .Chart.Name }}-{{ .Chart.Version }}
 {{- end -}}
 
-{{- define "image" -}}
-{{ .Values.image.repository }}:{{ .Values.image.tag | default .Chart.AppVersion }}
-{{- end -}}
-
 {{/* The seed API server settings for this seed: seeds.<gardener.seed.name> over the defaults. */}}
 {{- define "seedAPIServer.seed" -}}
 {{- $name := dig "seed" "name" "" (.Values.gardener | default dict) -}}
