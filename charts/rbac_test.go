@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/gardener/gardener/pkg/client/kubernetes"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	certificatesv1 "k8s.io/api/certificates/v1"
@@ -12,8 +13,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
-
-	"github.com/gardener/gardener/pkg/client/kubernetes"
 
 	firewallcontroller "github.com/metal-firewall/gardener-extension-firewall/pkg/controller/firewall"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/controller/firewall/credentials"
