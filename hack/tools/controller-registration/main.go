@@ -55,7 +55,7 @@ func Generate(fsys fs.FS, chartDir string) (map[string][]byte, error) {
 	}
 	meta := chartMeta{}
 	if err := yaml.Unmarshal(raw, &meta); err != nil {
-		return nil, fmt.Errorf("Chart.yaml: %w", err)
+		return nil, fmt.Errorf("reading the chart's Chart.yaml: %w", err)
 	}
 	archive, err := chartArchive(fsys, chartDir)
 	if err != nil {

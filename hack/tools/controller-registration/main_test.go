@@ -4,6 +4,7 @@ import (
 	"archive/tar"
 	"bytes"
 	"compress/gzip"
+	"errors"
 	"io"
 	"io/fs"
 	"os"
@@ -101,7 +102,7 @@ var _ = Describe("example/controller-registration.yaml", func() {
 		var names []string
 		for {
 			h, err := tr.Next()
-			if err == io.EOF {
+			if errors.Is(err, io.EOF) {
 				break
 			}
 			Expect(err).NotTo(HaveOccurred())
