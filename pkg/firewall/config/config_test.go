@@ -58,6 +58,15 @@ var _ = Describe("Parse", func() {
 		Expect(cfg.Controllers.Firewall.Source).To(Equal(config.SourceSeed))
 	})
 
+	It("accepts the shoot source for the policy and monitor controllers", func() {
+		withShoot := strings.NewReplacer("shoot: {namespace: firewall}", "shoot: {namespace: firewall, kubeconfig: /etc/firewall-agent/shoot.kubeconfig}",
+			"cwnp:     {source: static}", "cwnp:     {source: shoot}\n  monitor:  {source: shoot}").Replace(valid)
+		cfg, err := config.Parse([]byte(withShoot))
+		Expect(err).NotTo(HaveOccurred())
+		Expect(cfg.Controllers.CWNP.Source).To(Equal(config.SourceShoot))
+		Expect(cfg.Controllers.Monitor.Source).To(Equal(config.SourceShoot))
+	})
+
 	It("refuses a controller whose source is not configured", func() {
 		_, err := config.Parse([]byte("sources: {}\ncontrollers: {cwnp: {source: static}}\n"))
 		Expect(err).To(MatchError(ContainSubstring(`controllers.cwnp.source: Invalid value: "static": selected source is not configured`)))
@@ -90,9 +99,10 @@ var _ = Describe("Parse", func() {
 		Entry("fqdn rules", "egress:  [", "egress:  [{to: [{cidr: 1.2.3.0/24}], toFQDNs: [{matchName: x}]}, ", `sources.static.cwnp.egress[0].toFQDNs: Forbidden`),
 		Entry("egress without destination", "egress:  [", "egress:  [{ports: [{port: 1}]}, ", `sources.static.cwnp.egress[0].to: Required value`),
 		Entry("unknown source", "cwnp:     {source: static}", "cwnp:     {source: metal}", `controllers.cwnp.source`, `"metal"`),
-		Entry("shoot not implemented", "cwnp:     {source: static}", "cwnp:     {source: shoot}", `controllers.cwnp.source: Invalid value: "shoot"`, "not implemented yet in this build"),
+		Entry("shoot without a kubeconfig", "cwnp:     {source: static}", "cwnp:     {source: shoot}", `sources.shoot.kubeconfig: Required value: a controller reads the shoot`),
+		Entry("monitor from static", "controllers:\n", "controllers:\n  monitor: {source: static}\n", `controllers.monitor.source: Unsupported value: "static"`),
 		Entry("seed for policies", "cwnp:     {source: static}", "cwnp:     {source: seed}", `controllers.cwnp.source: Unsupported value: "seed"`),
-		Entry("service from shoot not implemented", "controllers:\n", "controllers:\n  service: {source: shoot}\n", `controllers.service.source`, "not implemented yet in this build"),
+		Entry("service from shoot not implemented", "controllers:\n", "controllers:\n  service: {source: shoot}\n", `controllers.service.source`, "the service controller is not implemented for this source in this build"),
 		Entry("seed without namespace", "namespace: shoot--p--s", "namespace: ''", `sources.seed.namespace: Required value`),
 		Entry("shoot access secret without a path to keep it", "shoot: {namespace: firewall}", "shoot: {namespace: firewall, accessSecret: shoot-access-firewall-agent}", `sources.shoot.kubeconfig: Required value`),
 		Entry("shoot access secret without a seed",

@@ -1,14 +1,20 @@
 package config
 
 import (
+	"fmt"
+
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/apis/firewall/validation"
 )
 
-// implemented are the sources every controller of this build can read; the
-// firewall controller also reads the seed.
-var implemented = map[string]bool{SourceStatic: true}
+// implemented are the sources each controller of this build can read. The
+// service controller (LoadBalancer Services from the shoot) is not built yet.
+var implemented = map[string][]string{
+	"firewall": {SourceStatic, SourceSeed},
+	"cwnp":     {SourceStatic, SourceShoot},
+	"monitor":  {SourceShoot},
+}
 
 // Validate returns every problem in the config, each with its field path. A
 // controller that selects a source this build does not implement yet is an
@@ -35,6 +41,8 @@ func Validate(cfg *Config) field.ErrorList {
 		}
 		if s.AccessSecret != "" && s.Kubeconfig == "" {
 			allErrs = append(allErrs, field.Required(p.Child("kubeconfig"), "the path the kubeconfig from accessSecret is kept at"))
+		} else if s.Kubeconfig == "" && cfg.readsShoot() {
+			allErrs = append(allErrs, field.Required(p.Child("kubeconfig"), "a controller reads the shoot"))
 		}
 	}
 	if s := cfg.Sources.Static; s != nil {
@@ -67,11 +75,21 @@ func Validate(cfg *Config) field.ErrorList {
 			allErrs = append(allErrs, field.NotSupported(p, c.ctrl.Source, c.allowed))
 		case !cfg.hasSource(c.ctrl.Source):
 			allErrs = append(allErrs, field.Invalid(p, c.ctrl.Source, "selected source is not configured under sources."+c.ctrl.Source))
-		case !implemented[c.ctrl.Source] && (c.name != "firewall" || c.ctrl.Source != SourceSeed):
-			allErrs = append(allErrs, field.Invalid(p, c.ctrl.Source, "source not implemented yet in this build (only static, and seed for the firewall controller)"))
+		case !contains(implemented[c.name], c.ctrl.Source):
+			allErrs = append(allErrs, field.Invalid(p, c.ctrl.Source, fmt.Sprintf("the %s controller is not implemented for this source in this build (implemented: %v)", c.name, implemented[c.name])))
 		}
 	}
 	return allErrs
+}
+
+// readsShoot tells whether a controller reads the shoot.
+func (cfg *Config) readsShoot() bool {
+	for _, c := range []*Controller{cfg.Controllers.CWNP, cfg.Controllers.Service, cfg.Controllers.Monitor} {
+		if c != nil && c.Source == SourceShoot {
+			return true
+		}
+	}
+	return false
 }
 
 func (cfg *Config) hasSource(name string) bool {
