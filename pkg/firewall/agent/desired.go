@@ -36,6 +36,10 @@ func Desired(cfg *config.Config, in Inputs) (*ruleset.Ruleset, error) {
 			return nil, fmt.Errorf("controllers.firewall.source %q: not implemented in this build", c.Source)
 		}
 	}
+	fw, err := withInterfaces(fw, cfg)
+	if err != nil {
+		return nil, err
+	}
 	if c := cfg.Controllers.CWNP; c != nil {
 		switch c.Source {
 		case config.SourceStatic:
@@ -47,6 +51,43 @@ func Desired(cfg *config.Config, in Inputs) (*ruleset.Ruleset, error) {
 		}
 	}
 	return ruleset.Build(fw, policies)
+}
+
+// withInterfaces returns the spec with every network ID replaced by the
+// machine's interface into that network (config `networks`). A network the
+// config does not map is an error: a rule without its interface would SNAT or
+// limit traffic on every interface.
+func withInterfaces(fw *fwv1alpha1.FirewallTrafficSpec, cfg *config.Config) (*fwv1alpha1.FirewallTrafficSpec, error) {
+	if fw == nil {
+		return nil, nil
+	}
+	out := fw.DeepCopy()
+	resolve := func(what string, i int, id string, iface *string) error {
+		if id == "" {
+			return nil
+		}
+		name, ok := cfg.InterfaceOf(id)
+		if !ok {
+			return fmt.Errorf("%s[%d].networkID %q: no interface for this network in the config's networks", what, i, id)
+		}
+		*iface = name
+		return nil
+	}
+	for i := range out.EgressRules {
+		r := &out.EgressRules[i]
+		if err := resolve("egressRules", i, r.NetworkID, &r.Interface); err != nil {
+			return nil, err
+		}
+		r.NetworkID = ""
+	}
+	for i := range out.RateLimits {
+		r := &out.RateLimits[i]
+		if err := resolve("rateLimits", i, r.NetworkID, &r.Interface); err != nil {
+			return nil, err
+		}
+		r.NetworkID = ""
+	}
+	return out, nil
 }
 
 // Render loads the config at path and returns the ruleset it describes in nft

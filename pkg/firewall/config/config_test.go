@@ -67,6 +67,14 @@ var _ = Describe("Parse", func() {
 		Expect(cfg.Controllers.Monitor.Source).To(Equal(config.SourceShoot))
 	})
 
+	It("accepts network IDs that networks maps to interfaces", func() {
+		cfg, err := config.Parse([]byte(strings.Replace(valid, "{interface: eth1, ips", "{networkID: internet, ips", 1) + "networks: [{id: internet, interface: eth1}]\n"))
+		Expect(err).NotTo(HaveOccurred())
+		iface, ok := cfg.InterfaceOf("internet")
+		Expect(ok).To(BeTrue())
+		Expect(iface).To(Equal("eth1"))
+	})
+
 	It("refuses a controller whose source is not configured", func() {
 		_, err := config.Parse([]byte("sources: {}\ncontrollers: {cwnp: {source: static}}\n"))
 		Expect(err).To(MatchError(ContainSubstring(`controllers.cwnp.source: Invalid value: "static": selected source is not configured`)))
@@ -95,6 +103,9 @@ var _ = Describe("Parse", func() {
 		Entry("bad internal prefix", `"10.0.1.0/24",`, `"10.0.1.0/33",`, `sources.static.firewall.internalPrefixes[0]`, `"10.0.1.0/33"`),
 		Entry("bad SNAT IP", "ips: [192.0.2.1]", "ips: [192.0.2.300]", `sources.static.firewall.egressRules[0].ips[0]`, `"192.0.2.300"`),
 		Entry("SNAT by network ID", "{interface: eth1, ips", "{networkID: internet, ips", `sources.static.firewall.egressRules[0].networkID`, `"internet"`),
+		Entry("network without an interface", "controllers:\n", "networks: [{id: internet, interface: ''}]\ncontrollers:\n", `networks[0].interface: Invalid value: ""`),
+		Entry("network twice", "controllers:\n", "networks: [{id: internet, interface: eth1}, {id: internet, interface: eth2}]\ncontrollers:\n", `networks[1].id: Duplicate value: "internet"`),
+		Entry("rate limit on an unmapped network", "{interface: eth1, rate: 100}", "{networkID: underlay, rate: 100}", `sources.static.firewall.rateLimits[0].networkID: Invalid value: "underlay": no interface for this network`),
 		Entry("rate 0", "rate: 100", "rate: 0", `sources.static.firewall.rateLimits[0].rate`),
 		Entry("fqdn rules", "egress:  [", "egress:  [{to: [{cidr: 1.2.3.0/24}], toFQDNs: [{matchName: x}]}, ", `sources.static.cwnp.egress[0].toFQDNs: Forbidden`),
 		Entry("egress without destination", "egress:  [", "egress:  [{ports: [{port: 1}]}, ", `sources.static.cwnp.egress[0].to: Required value`),

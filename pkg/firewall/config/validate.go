@@ -5,6 +5,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
+	fwv1alpha1 "github.com/metal-firewall/gardener-extension-firewall/pkg/apis/firewall/v1alpha1"
+
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/apis/firewall/validation"
 )
 
@@ -48,10 +50,26 @@ func Validate(cfg *Config) field.ErrorList {
 	if s := cfg.Sources.Static; s != nil {
 		p := srcPath.Child("static")
 		if s.Firewall != nil {
-			allErrs = append(allErrs, validation.ValidateFirewallTrafficSpec(s.Firewall, p.Child("firewall"), false)...)
+			allErrs = append(allErrs, validation.ValidateFirewallTrafficSpec(s.Firewall, p.Child("firewall"), true)...)
+			allErrs = append(allErrs, cfg.validateNetworkIDs(s.Firewall, p.Child("firewall"))...)
 		}
 		if s.CWNP != nil {
 			allErrs = append(allErrs, validation.ValidatePolicySpec(s.CWNP, p.Child("cwnp"))...)
+		}
+	}
+
+	seen := map[string]bool{}
+	for i, n := range cfg.Networks {
+		p := field.NewPath("networks").Index(i)
+		switch {
+		case n.ID == "":
+			allErrs = append(allErrs, field.Required(p.Child("id"), ""))
+		case seen[n.ID]:
+			allErrs = append(allErrs, field.Duplicate(p.Child("id"), n.ID))
+		}
+		seen[n.ID] = true
+		if !validation.IsInterfaceName(n.Interface) {
+			allErrs = append(allErrs, field.Invalid(p.Child("interface"), n.Interface, "invalid interface name"))
 		}
 	}
 
@@ -78,6 +96,23 @@ func Validate(cfg *Config) field.ErrorList {
 		case !contains(implemented[c.name], c.ctrl.Source):
 			allErrs = append(allErrs, field.Invalid(p, c.ctrl.Source, fmt.Sprintf("the %s controller is not implemented for this source in this build (implemented: %v)", c.name, implemented[c.name])))
 		}
+	}
+	return allErrs
+}
+
+// validateNetworkIDs checks that every network a rule names is in networks.
+func (cfg *Config) validateNetworkIDs(spec *fwv1alpha1.FirewallTrafficSpec, fldPath *field.Path) field.ErrorList {
+	var allErrs field.ErrorList
+	check := func(p *field.Path, id string) {
+		if _, ok := cfg.InterfaceOf(id); id != "" && !ok {
+			allErrs = append(allErrs, field.Invalid(p.Child("networkID"), id, "no interface for this network: add it to networks"))
+		}
+	}
+	for i, r := range spec.EgressRules {
+		check(fldPath.Child("egressRules").Index(i), r.NetworkID)
+	}
+	for i, r := range spec.RateLimits {
+		check(fldPath.Child("rateLimits").Index(i), r.NetworkID)
 	}
 	return allErrs
 }
