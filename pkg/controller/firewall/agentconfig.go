@@ -17,13 +17,12 @@ const (
 
 // agentConfig is the agent's config (metal-stack MEP-16 shape) for a shoot's
 // firewall: the firewall spec from the seed; the owner's
-// ClusterwideNetworkPolicies from the shoot, where the agent also writes its
-// FirewallMonitor. The shoot is reached with the kubeconfig the agent reads
-// through the seed, which also brings a new bootstrap kubeconfig after a
-// migration. LoadBalancer Services join when the agent implements them; an
-// agent refuses a config with a controller it cannot run. It carries no
-// credential: the bootstrap kubeconfig is a file of its own, minted per
-// firewall by the manager.
+// ClusterwideNetworkPolicies and LoadBalancer Services from the shoot, where
+// the agent also writes its FirewallMonitor. The shoot is reached with the
+// kubeconfig the agent reads through the seed, which also brings a new
+// bootstrap kubeconfig after a migration. It carries no credential: the
+// bootstrap kubeconfig is a file of its own, minted per firewall by the
+// manager.
 func agentConfig(namespace string) ([]byte, error) {
 	return yaml.Marshal(map[string]any{
 		"sources": map[string]any{
@@ -41,6 +40,7 @@ func agentConfig(namespace string) ([]byte, error) {
 		"controllers": map[string]any{
 			"firewall": map[string]any{"source": "seed"},
 			"cwnp":     map[string]any{"source": "shoot"},
+			"service":  map[string]any{"source": "shoot"},
 			"monitor":  map[string]any{"source": "shoot"},
 		},
 	})

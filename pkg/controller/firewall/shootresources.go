@@ -31,6 +31,10 @@ const Origin = "gardener-extension-firewall"
 // AgentShootRoleName is the agent's Role in the shoot's `firewall` namespace.
 const AgentShootRoleName = "firewall-agent"
 
+// AgentShootClusterRoleName is the agent's ClusterRole in the shoot: reading
+// Services.
+const AgentShootClusterRoleName = "firewall.metal-firewall.io:agent"
+
 // ShootObjects are the objects of the shoot ManagedResource. The CRDs and
 // the namespace are kept when the ManagedResource goes, so that the shoot
 // owner's policies outlive disabling and re-enabling the extension.
@@ -50,6 +54,7 @@ func ShootObjects() ([]client.Object, error) {
 		objects = append(objects, crd)
 	}
 	ns := credentials.ShootNamespace
+	agent := rbacv1.Subject{Kind: rbacv1.ServiceAccountKind, Name: credentials.AgentServiceAccountName, Namespace: metav1.NamespaceSystem}
 	objects = append(objects,
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns, Annotations: keep}},
 		&rbacv1.Role{
@@ -67,7 +72,17 @@ func ShootObjects() ([]client.Object, error) {
 		&rbacv1.RoleBinding{
 			ObjectMeta: metav1.ObjectMeta{Name: AgentShootRoleName, Namespace: ns},
 			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: AgentShootRoleName},
-			Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: credentials.AgentServiceAccountName, Namespace: metav1.NamespaceSystem}},
+			Subjects:   []rbacv1.Subject{agent},
+		},
+		// LoadBalancer Services live in any namespace; the agent only reads them.
+		&rbacv1.ClusterRole{
+			ObjectMeta: metav1.ObjectMeta{Name: AgentShootClusterRoleName},
+			Rules:      []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"services"}, Verbs: []string{"list", "watch"}}},
+		},
+		&rbacv1.ClusterRoleBinding{
+			ObjectMeta: metav1.ObjectMeta{Name: AgentShootClusterRoleName},
+			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: AgentShootClusterRoleName},
+			Subjects:   []rbacv1.Subject{agent},
 		},
 	)
 	return objects, nil

@@ -44,8 +44,9 @@ type Agent struct {
 
 	// in is what the agent last read from the seed and the shoot.
 	in Inputs
-	// policiesRead tells whether the shoot's policies were read once.
-	policiesRead bool
+	// policiesRead and servicesRead tell whether the shoot's policies and
+	// Services were read once.
+	policiesRead, servicesRead bool
 	// firstBoot is set when the kernel held no table of the agent at start:
 	// there is nothing to keep, and enforcing the rest without the shoot's
 	// policies (closed) beats enforcing nothing (open) until the shoot answers.
@@ -208,7 +209,7 @@ func (a *Agent) sources(cfg *config.Config) (*seed.Source, error) {
 
 // usesShoot tells whether a controller reads from the shoot.
 func usesShoot(cfg *config.Config) bool {
-	for _, c := range []*config.Controller{cfg.Controllers.CWNP, cfg.Controllers.Monitor} {
+	for _, c := range []*config.Controller{cfg.Controllers.CWNP, cfg.Controllers.Service, cfg.Controllers.Monitor} {
 		if c != nil && c.Source == config.SourceShoot {
 			return true
 		}
@@ -221,13 +222,21 @@ func policiesFromShoot(cfg *config.Config) bool {
 	return cfg.Controllers.CWNP != nil && cfg.Controllers.CWNP.Source == config.SourceShoot
 }
 
+// servicesFromShoot tells whether the service controller reads the shoot.
+func servicesFromShoot(cfg *config.Config) bool {
+	return cfg.Controllers.Service != nil && cfg.Controllers.Service.Source == config.SourceShoot
+}
+
 // ready tells whether every API source the config uses has been read once;
 // before that, applying would enforce less than the firewall should.
 func (a *Agent) ready(cfg *config.Config) bool {
 	if c := cfg.Controllers.Firewall; c != nil && c.Source == config.SourceSeed && a.in.Seed == nil {
 		return false
 	}
-	return !policiesFromShoot(cfg) || a.policiesRead || a.firstBoot
+	if a.firstBoot {
+		return true
+	}
+	return (!policiesFromShoot(cfg) || a.policiesRead) && (!servicesFromShoot(cfg) || a.servicesRead)
 }
 
 // tableChecker is an Applier that can tell whether a table exists;
@@ -241,7 +250,7 @@ type tableChecker interface {
 // the seed, each policy's state and the FirewallMonitor to the shoot. Losing
 // a source keeps the ruleset in force; a failed apply is retried next time.
 func (a *Agent) syncSources(ctx context.Context, src *seed.Source, cfg *config.Config) {
-	previous, previousRead := a.in, a.policiesRead
+	previous, previousPolicies, previousServices := a.in, a.policiesRead, a.servicesRead
 	changed := false
 
 	var fw *fwv1alpha1.Firewall
@@ -263,14 +272,16 @@ func (a *Agent) syncSources(ctx context.Context, src *seed.Source, cfg *config.C
 	}
 
 	var (
-		policies []fwv1alpha1.ClusterwideNetworkPolicy
-		statuses []fwv1alpha1.PolicyStatus
-		shootErr error
+		policies    []fwv1alpha1.ClusterwideNetworkPolicy
+		statuses    []fwv1alpha1.PolicyStatus
+		policiesErr error
+		shootErr    error
 	)
 	if policiesFromShoot(cfg) {
-		policies, shootErr = a.shoot.Policies(ctx)
-		if shootErr != nil {
-			a.Log.Error("reading the policies from the shoot; the ruleset in force stays", "error", shootErr)
+		policies, policiesErr = a.shoot.Policies(ctx)
+		shootErr = policiesErr
+		if policiesErr != nil {
+			a.Log.Error("reading the policies from the shoot; the ruleset in force stays", "error", policiesErr)
 		} else {
 			var specs []*fwv1alpha1.PolicySpec
 			specs, statuses = checkedPolicies(policies)
@@ -280,10 +291,22 @@ func (a *Agent) syncSources(ctx context.Context, src *seed.Source, cfg *config.C
 		}
 	}
 
+	if servicesFromShoot(cfg) {
+		services, err := a.shoot.LoadBalancers(ctx)
+		if err != nil {
+			a.Log.Error("reading the Services from the shoot; the ruleset in force stays", "error", err)
+			if shootErr == nil {
+				shootErr = err
+			}
+		} else if allows := serviceAllows(services, a.Log); !a.servicesRead || !sameAllows(allows, a.in.Services) {
+			a.in.Services, a.servicesRead, changed = allows, true, true
+		}
+	}
+
 	var applyErr error
 	if changed && a.ready(cfg) {
 		if applyErr = a.applyLogged(cfg, "sources changed"); applyErr != nil {
-			a.in, a.policiesRead = previous, previousRead
+			a.in, a.policiesRead, a.servicesRead = previous, previousPolicies, previousServices
 		}
 	}
 	message := ""
@@ -295,7 +318,7 @@ func (a *Agent) syncSources(ctx context.Context, src *seed.Source, cfg *config.C
 			a.Log.Error("writing the heartbeat", "error", err)
 		}
 	}
-	if shootErr == nil && applyErr == nil && a.ready(cfg) {
+	if policiesErr == nil && applyErr == nil && a.ready(cfg) {
 		for i := range policies {
 			if err := a.shoot.ReportPolicy(ctx, &policies[i], statuses[i]); err != nil {
 				a.Log.Error("reporting a policy's state", "policy", policies[i].Name, "error", err)

@@ -15,6 +15,9 @@ type Inputs struct {
 	// ShootPolicies are the valid ClusterwideNetworkPolicies of the shoot
 	// (controllers.cwnp.source: shoot), sorted by name.
 	ShootPolicies []*fwv1alpha1.PolicySpec
+	// Services are the shoot's LoadBalancer Services as allows
+	// (controllers.service.source: shoot).
+	Services []ruleset.ServiceAllow
 }
 
 // Desired merges what the enabled controllers contribute into the ruleset to
@@ -50,7 +53,11 @@ func Desired(cfg *config.Config, in Inputs) (*ruleset.Ruleset, error) {
 			return nil, fmt.Errorf("controllers.cwnp.source %q: not implemented in this build", c.Source)
 		}
 	}
-	return ruleset.Build(fw, policies)
+	var services []ruleset.ServiceAllow
+	if c := cfg.Controllers.Service; c != nil && c.Source == config.SourceShoot {
+		services = in.Services
+	}
+	return ruleset.Build(fw, policies, services)
 }
 
 // withInterfaces returns the spec with every network ID replaced by the

@@ -113,7 +113,7 @@ var _ = Describe("Parse", func() {
 		Entry("shoot without a kubeconfig", "cwnp:     {source: static}", "cwnp:     {source: shoot}", `sources.shoot.kubeconfig: Required value: a controller reads the shoot`),
 		Entry("monitor from static", "controllers:\n", "controllers:\n  monitor: {source: static}\n", `controllers.monitor.source: Unsupported value: "static"`),
 		Entry("seed for policies", "cwnp:     {source: static}", "cwnp:     {source: seed}", `controllers.cwnp.source: Unsupported value: "seed"`),
-		Entry("service from shoot not implemented", "controllers:\n", "controllers:\n  service: {source: shoot}\n", `controllers.service.source`, "the service controller is not implemented for this source in this build"),
+		Entry("service from static", "controllers:\n", "controllers:\n  service: {source: static}\n", `controllers.service.source: Unsupported value: "static"`),
 		Entry("seed without namespace", "namespace: shoot--p--s", "namespace: ''", `sources.seed.namespace: Required value`),
 		Entry("shoot access secret without a path to keep it", "shoot: {namespace: firewall}", "shoot: {namespace: firewall, accessSecret: shoot-access-firewall-agent}", `sources.shoot.kubeconfig: Required value`),
 		Entry("shoot access secret without a seed",

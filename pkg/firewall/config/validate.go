@@ -10,11 +10,11 @@ import (
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/apis/firewall/validation"
 )
 
-// implemented are the sources each controller of this build can read. The
-// service controller (LoadBalancer Services from the shoot) is not built yet.
+// implemented are the sources each controller of this build can read.
 var implemented = map[string][]string{
 	"firewall": {SourceStatic, SourceSeed},
 	"cwnp":     {SourceStatic, SourceShoot},
+	"service":  {SourceShoot},
 	"monitor":  {SourceShoot},
 }
 

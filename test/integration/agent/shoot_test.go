@@ -53,6 +53,7 @@ sources:
 controllers:
   firewall: {source: static}
   cwnp:     {source: shoot}
+  service:  {source: shoot}
   monitor:  {source: shoot}
 `
 
@@ -163,6 +164,31 @@ var _ = Describe("firewall agent with the shoot source", func() {
 			HaveField("Message", ContainSubstring(`spec.egress[0].to[0].except[0]: Invalid value: "10.0.0/8"`))))
 		expectAllowed(t.node, outsideV4, 8080)
 		expectDropped(t.node, outsideV4, 9090)
+
+		By("allowing a LoadBalancer Service's source ranges to its address and port, and only those")
+		Expect(t.node.IP("addr", "add", "10.0.1.100/24", "dev", "eth0")).To(Succeed())
+		serve(t.node, "::", 30081)
+		lb := &corev1.Service{
+			ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default"},
+			Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer, LoadBalancerSourceRanges: []string{"203.0.113.0/24"},
+				Ports: []corev1.ServicePort{{Name: "https", Protocol: corev1.ProtocolTCP, Port: 30081}}},
+		}
+		Expect(admin.Create(ctx, lb)).To(Succeed())
+		expectDropped(t.outside, "10.0.1.100", 30081)
+		lb.Status.LoadBalancer.Ingress = []corev1.LoadBalancerIngress{{IP: "10.0.1.100"}}
+		Expect(admin.Status().Update(ctx, lb)).To(Succeed())
+		Eventually(func() error {
+			_, err := connect(t.outside, "10.0.1.100", 30081)
+			return err
+		}).WithTimeout(15 * time.Second).Should(Succeed())
+		expectDropped(t.outside, "10.0.1.100", 30080)
+		expectDropped(t.outside, nodeV4, 30081)
+		lb.Spec.LoadBalancerSourceRanges = []string{"198.51.100.0/24"}
+		Expect(admin.Update(ctx, lb)).To(Succeed())
+		Eventually(func() error {
+			_, err := dial(t.outside, "10.0.1.100", 30081, time.Second)
+			return err
+		}).WithTimeout(15 * time.Second).Should(HaveOccurred(), "no longer among the Service's sources")
 
 		By("reporting the machine's heartbeat and counters in the FirewallMonitor")
 		Eventually(func(g Gomega) {

@@ -195,6 +195,10 @@ var _ = Describe("Extension firewall", func() {
 					Expect(rule.Resources).NotTo(ContainElement(Or(Equal("*"), Equal("secrets"))), "the delivered bootstrap secret has a Role of its own, for its one name")
 				}
 			}
+			if role, ok := obj.(*rbacv1.ClusterRole); ok {
+				Expect(role.Rules).To(ConsistOf(rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"services"}, Verbs: []string{"list", "watch"}}),
+					"cluster-wide, the agent only reads Services")
+			}
 			if binding, ok := obj.(*rbacv1.RoleBinding); ok {
 				Expect(binding.Subjects).To(ConsistOf(rbacv1.Subject{Kind: "ServiceAccount", Name: "firewall-agent", Namespace: "kube-system"}))
 			}
@@ -202,7 +206,8 @@ var _ = Describe("Extension firewall", func() {
 		Expect(kinds).To(ConsistOf(
 			"*v1.CustomResourceDefinition clusterwidenetworkpolicies.firewall.metal-firewall.io",
 			"*v1.CustomResourceDefinition firewallmonitors.firewall.metal-firewall.io",
-			"*v1.Namespace firewall", "*v1.Role firewall-agent", "*v1.RoleBinding firewall-agent"))
+			"*v1.Namespace firewall", "*v1.Role firewall-agent", "*v1.RoleBinding firewall-agent",
+			"*v1.ClusterRole firewall.metal-firewall.io:agent", "*v1.ClusterRoleBinding firewall.metal-firewall.io:agent"))
 
 		By("no long-lived credential anywhere in the seed")
 		all := &corev1.SecretList{}
