@@ -65,6 +65,9 @@ func (a *actuator) Reconcile(ctx context.Context, log logr.Logger, ex *extension
 	if err := a.reconcileShootAccess(ctx, ex.Namespace); err != nil {
 		return err
 	}
+	if err := a.reconcileShootResources(ctx, ex.Namespace); err != nil {
+		return err
+	}
 	agentConfig, err := agentConfig(ex.Namespace)
 	if err != nil {
 		return err
@@ -128,12 +131,18 @@ func (a *actuator) Delete(ctx context.Context, log logr.Logger, ex *extensionsv1
 		log.Info("Waiting for the firewalls to be deleted", "remaining", len(fws.Items))
 		return &reconcilerutils.RequeueAfterError{RequeueAfter: 5 * time.Second, Cause: fmt.Errorf("%d firewalls and deployments still exist", n)}
 	}
+	if err := a.deleteShootResources(ctx, ex.Namespace); err != nil {
+		return err
+	}
 	return a.deleteCredentials(ctx, ex.Namespace)
 }
 
 // ForceDelete drops the firewall objects without waiting for machines.
 func (a *actuator) ForceDelete(ctx context.Context, _ logr.Logger, ex *extensionsv1alpha1.Extension) error {
 	if err := a.releaseObjects(ctx, ex.Namespace); err != nil {
+		return err
+	}
+	if err := a.deleteShootResources(ctx, ex.Namespace); err != nil {
 		return err
 	}
 	return a.deleteCredentials(ctx, ex.Namespace)

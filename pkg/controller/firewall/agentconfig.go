@@ -16,12 +16,13 @@ const (
 )
 
 // agentConfig is the agent's config (metal-stack MEP-16 shape) for a shoot's
-// firewall: the firewall spec from the seed, and the shoot, reached with the
-// kubeconfig the agent reads through the seed, which brings a new bootstrap
-// kubeconfig after a migration. The shoot's controllers (policies, Services,
-// monitor) join when the agent implements them; an agent refuses a config
-// with a controller it cannot run. It carries no credential: the bootstrap
-// kubeconfig is a file of its own, minted per firewall by the manager.
+// firewall: the firewall spec from the seed; the owner's
+// ClusterwideNetworkPolicies and LoadBalancer Services from the shoot, where
+// the agent also writes its FirewallMonitor. The shoot is reached with the
+// kubeconfig the agent reads through the seed, which also brings a new
+// bootstrap kubeconfig after a migration. It carries no credential: the
+// bootstrap kubeconfig is a file of its own, minted per firewall by the
+// manager.
 func agentConfig(namespace string) ([]byte, error) {
 	return yaml.Marshal(map[string]any{
 		"sources": map[string]any{
@@ -38,6 +39,9 @@ func agentConfig(namespace string) ([]byte, error) {
 		},
 		"controllers": map[string]any{
 			"firewall": map[string]any{"source": "seed"},
+			"cwnp":     map[string]any{"source": "shoot"},
+			"service":  map[string]any{"source": "shoot"},
+			"monitor":  map[string]any{"source": "shoot"},
 		},
 	})
 }

@@ -18,6 +18,11 @@ func TestAgentConfigIsAcceptedByTheAgent(t *testing.T) {
 		t.Fatalf("the agent refuses the extension's config: %v\n%s", err, raw)
 	}
 	if cfg.Sources.Seed == nil || cfg.Sources.Seed.Namespace != "shoot--p--s" || cfg.Controllers.Firewall == nil || cfg.Controllers.Firewall.Source != config.SourceSeed {
-		t.Fatalf("unexpected config: %s", raw)
+		t.Fatalf("the firewall spec must come from the seed: %s", raw)
+	}
+	for name, c := range map[string]*config.Controller{"cwnp": cfg.Controllers.CWNP, "service": cfg.Controllers.Service, "monitor": cfg.Controllers.Monitor} {
+		if c == nil || c.Source != config.SourceShoot {
+			t.Fatalf("the %s controller must read the shoot: %s", name, raw)
+		}
 	}
 }

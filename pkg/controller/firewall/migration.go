@@ -28,7 +28,8 @@ type state struct {
 // object is paused first so that no controller of this seed acts on it any
 // more, their identities go into status.state, and the objects are removed
 // without their finalizers, children first. The machine keeps
-// forwarding with its last rules. This seed's credentials for the shoot go.
+// forwarding with its last rules. The shoot's objects stay where they are;
+// this seed's ManagedResource and credentials for the shoot go.
 func (a *actuator) Migrate(ctx context.Context, log logr.Logger, ex *extensionsv1alpha1.Extension) error {
 	var objs []client.Object
 	deployments := &firewallv1alpha1.FirewallDeploymentList{}
@@ -102,6 +103,9 @@ func (a *actuator) Migrate(ctx context.Context, log logr.Logger, ex *extensionsv
 		if err := a.client.Delete(ctx, obj); client.IgnoreNotFound(err) != nil {
 			return err
 		}
+	}
+	if err := a.releaseShootResources(ctx, ex.Namespace); err != nil {
+		return err
 	}
 	return a.deleteCredentials(ctx, ex.Namespace)
 }

@@ -42,10 +42,19 @@ type Agent struct {
 	// Version is reported in the heartbeat.
 	Version string
 
-	// seedSpec is the Firewall's traffic spec as last read from the seed.
-	seedSpec *fwv1alpha1.FirewallTrafficSpec
-	// shoot is the shoot source, when configured next to the seed source.
+	// in is what the agent last read from the seed and the shoot.
+	in Inputs
+	// policiesRead and servicesRead tell whether the shoot's policies and
+	// Services were read once.
+	policiesRead, servicesRead bool
+	// firstBoot is set when the kernel held no table of the agent at start:
+	// there is nothing to keep, and enforcing the rest without the shoot's
+	// policies (closed) beats enforcing nothing (open) until the shoot answers.
+	firstBoot bool
+	// shoot is the shoot source, when configured.
 	shoot *shoot.Source
+	// monitor holds the conditions the FirewallMonitor reports.
+	monitor monitorState
 }
 
 // ApplyOnce loads and validates the config and applies it. A bad config or a
@@ -59,7 +68,7 @@ func (a *Agent) ApplyOnce() (nftables.Result, error) {
 }
 
 func (a *Agent) apply(cfg *config.Config) (nftables.Result, error) {
-	rs, err := Desired(cfg, a.seedSpec)
+	rs, err := Desired(cfg, a.in)
 	if err != nil {
 		return nftables.Result{}, err
 	}
@@ -90,23 +99,27 @@ func (a *Agent) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	src, err := a.seedSource(cfg)
+	src, err := a.sources(cfg)
 	if err != nil {
 		return err
 	}
-	var seedTick <-chan time.Time
-	if src != nil {
+	if t, ok := a.Applier.(tableChecker); ok {
+		exists, err := t.TableExists(ruleset.TableName)
+		a.firstBoot = err == nil && !exists
+	}
+	var sourceTick <-chan time.Time
+	if src != nil || a.shoot != nil {
 		if a.SeedInterval <= 0 {
 			a.SeedInterval = 10 * time.Second
 		}
 		t := time.NewTicker(a.SeedInterval)
 		defer t.Stop()
-		seedTick = t.C
+		sourceTick = t.C
 		// A restart must not flush the rules in force: nothing is applied
-		// until the seed has said what the firewall's spec is.
-		a.syncSeed(ctx, src, cfg)
+		// until the seed and the shoot have said what to enforce.
+		a.syncSources(ctx, src, cfg)
 	}
-	if src == nil || a.seedSpec != nil {
+	if a.ready(cfg) {
 		if err := a.applyLogged(cfg, "startup"); err != nil {
 			return err
 		}
@@ -122,8 +135,8 @@ func (a *Agent) Run(ctx context.Context) error {
 		case <-ctx.Done():
 			a.Log.Info("stopping; the ruleset stays in force")
 			return nil
-		case <-seedTick:
-			a.syncSeed(ctx, src, lastGood)
+		case <-sourceTick:
+			a.syncSources(ctx, src, lastGood)
 			continue
 		case <-ticker.C:
 		}
@@ -140,12 +153,15 @@ func (a *Agent) Run(ctx context.Context) error {
 				continue
 			}
 			lastGood = cfg
+			if !a.ready(cfg) {
+				continue
+			}
 			if err := a.applyLogged(cfg, "config changed"); err == nil {
 				lastApply = time.Now()
 			}
 			continue
 		}
-		if time.Since(lastApply) >= a.ResyncInterval {
+		if time.Since(lastApply) >= a.ResyncInterval && a.ready(lastGood) {
 			if f, ok := a.Applier.(interface{ Forget() }); ok {
 				f.Forget()
 			}
@@ -168,9 +184,11 @@ func (a *Agent) applyLogged(cfg *config.Config, reason string) error {
 	return nil
 }
 
-// seedSource returns the seed source when a controller reads from the seed.
-func (a *Agent) seedSource(cfg *config.Config) (*seed.Source, error) {
-	if c := cfg.Controllers.Firewall; c == nil || c.Source != config.SourceSeed || cfg.Sources.Seed == nil {
+// sources returns the seed source when a controller reads from the seed, and
+// sets up the shoot source when the shoot is configured.
+func (a *Agent) sources(cfg *config.Config) (*seed.Source, error) {
+	usesSeed := cfg.Controllers.Firewall != nil && cfg.Controllers.Firewall.Source == config.SourceSeed && cfg.Sources.Seed != nil
+	if !usesSeed && !usesShoot(cfg) {
 		return nil, nil
 	}
 	name := cfg.Name
@@ -183,35 +201,132 @@ func (a *Agent) seedSource(cfg *config.Config) (*seed.Source, error) {
 	if s := cfg.Sources.Shoot; s != nil && s.Kubeconfig != "" {
 		a.shoot = &shoot.Source{Config: *s, Name: name, Log: a.Log.With("source", "shoot")}
 	}
+	if !usesSeed {
+		return nil, nil
+	}
 	return &seed.Source{Config: *cfg.Sources.Seed, Name: name, Version: a.Version, Log: a.Log.With("source", "seed")}, nil
 }
 
-// syncSeed reads the Firewall from the seed, re-applies when its spec
-// changed, and writes the heartbeat. Losing the seed keeps the ruleset in force.
-func (a *Agent) syncSeed(ctx context.Context, src *seed.Source, cfg *config.Config) {
-	fw, err := src.Firewall(ctx)
-	if err != nil && a.takeDeliveredBootstrap(ctx, src) {
+// usesShoot tells whether a controller reads from the shoot.
+func usesShoot(cfg *config.Config) bool {
+	for _, c := range []*config.Controller{cfg.Controllers.CWNP, cfg.Controllers.Service, cfg.Controllers.Monitor} {
+		if c != nil && c.Source == config.SourceShoot {
+			return true
+		}
+	}
+	return false
+}
+
+// policiesFromShoot tells whether the cwnp controller reads the shoot.
+func policiesFromShoot(cfg *config.Config) bool {
+	return cfg.Controllers.CWNP != nil && cfg.Controllers.CWNP.Source == config.SourceShoot
+}
+
+// servicesFromShoot tells whether the service controller reads the shoot.
+func servicesFromShoot(cfg *config.Config) bool {
+	return cfg.Controllers.Service != nil && cfg.Controllers.Service.Source == config.SourceShoot
+}
+
+// ready tells whether every API source the config uses has been read once;
+// before that, applying would enforce less than the firewall should.
+func (a *Agent) ready(cfg *config.Config) bool {
+	if c := cfg.Controllers.Firewall; c != nil && c.Source == config.SourceSeed && a.in.Seed == nil {
+		return false
+	}
+	if a.firstBoot {
+		return true
+	}
+	return (!policiesFromShoot(cfg) || a.policiesRead) && (!servicesFromShoot(cfg) || a.servicesRead)
+}
+
+// tableChecker is an Applier that can tell whether a table exists;
+// *nftables.Programmer is one.
+type tableChecker interface {
+	TableExists(name string) (bool, error)
+}
+
+// syncSources reads the Firewall from the seed and the policies from the
+// shoot, re-applies when either changed, and reports back: the heartbeat to
+// the seed, each policy's state and the FirewallMonitor to the shoot. Losing
+// a source keeps the ruleset in force; a failed apply is retried next time.
+func (a *Agent) syncSources(ctx context.Context, src *seed.Source, cfg *config.Config) {
+	previous, previousPolicies, previousServices := a.in, a.policiesRead, a.servicesRead
+	changed := false
+
+	var fw *fwv1alpha1.Firewall
+	if src != nil {
+		var err error
 		fw, err = src.Firewall(ctx)
+		if err != nil && a.takeDeliveredBootstrap(ctx, src) {
+			fw, err = src.Firewall(ctx)
+		}
+		if err != nil {
+			a.Log.Error("reading the Firewall from the seed; the ruleset in force stays", "error", err)
+			fw = nil
+		} else {
+			a.refreshShootKubeconfig(ctx, src, cfg)
+			if spec := fw.Spec.FirewallTrafficSpec; a.in.Seed == nil || !equality.Semantic.DeepEqual(*a.in.Seed, spec) {
+				a.in.Seed, changed = &spec, true
+			}
+		}
 	}
-	if err != nil {
-		a.Log.Error("reading the Firewall from the seed; the ruleset in force stays", "error", err)
-		return
+
+	var (
+		policies    []fwv1alpha1.ClusterwideNetworkPolicy
+		statuses    []fwv1alpha1.PolicyStatus
+		policiesErr error
+		shootErr    error
+	)
+	if policiesFromShoot(cfg) {
+		policies, policiesErr = a.shoot.Policies(ctx)
+		shootErr = policiesErr
+		if policiesErr != nil {
+			a.Log.Error("reading the policies from the shoot; the ruleset in force stays", "error", policiesErr)
+		} else {
+			var specs []*fwv1alpha1.PolicySpec
+			specs, statuses = checkedPolicies(policies)
+			if !a.policiesRead || !equality.Semantic.DeepEqual(specs, a.in.ShootPolicies) {
+				a.in.ShootPolicies, a.policiesRead, changed = specs, true, true
+			}
+		}
 	}
-	a.refreshShootKubeconfig(ctx, src, cfg)
+
+	if servicesFromShoot(cfg) {
+		services, err := a.shoot.LoadBalancers(ctx)
+		if err != nil {
+			a.Log.Error("reading the Services from the shoot; the ruleset in force stays", "error", err)
+			if shootErr == nil {
+				shootErr = err
+			}
+		} else if allows := serviceAllows(services, a.Log); !a.servicesRead || !sameAllows(allows, a.in.Services) {
+			a.in.Services, a.servicesRead, changed = allows, true, true
+		}
+	}
+
 	var applyErr error
-	if spec := fw.Spec.FirewallTrafficSpec; a.seedSpec == nil || !equality.Semantic.DeepEqual(*a.seedSpec, spec) {
-		previous := a.seedSpec
-		a.seedSpec = &spec
-		if applyErr = a.applyLogged(cfg, "firewall changed in the seed"); applyErr != nil {
-			a.seedSpec = previous
+	if changed && a.ready(cfg) {
+		if applyErr = a.applyLogged(cfg, "sources changed"); applyErr != nil {
+			a.in, a.policiesRead, a.servicesRead = previous, previousPolicies, previousServices
 		}
 	}
 	message := ""
 	if applyErr != nil {
 		message = applyErr.Error()
 	}
-	if err := src.Heartbeat(ctx, fw, message); err != nil {
-		a.Log.Error("writing the heartbeat", "error", err)
+	if fw != nil {
+		if err := src.Heartbeat(ctx, fw, message); err != nil {
+			a.Log.Error("writing the heartbeat", "error", err)
+		}
+	}
+	if policiesErr == nil && applyErr == nil && a.ready(cfg) {
+		for i := range policies {
+			if err := a.shoot.ReportPolicy(ctx, &policies[i], statuses[i]); err != nil {
+				a.Log.Error("reporting a policy's state", "policy", policies[i].Name, "error", err)
+			}
+		}
+	}
+	if c := cfg.Controllers.Monitor; c != nil && c.Source == config.SourceShoot {
+		a.writeMonitor(ctx, cfg, src != nil, fw, shootErr, message)
 	}
 }
 

@@ -49,6 +49,14 @@ func (f *fakeApplier) last() string {
 	return f.applied[len(f.applied)-1]
 }
 
+// tableCheckingApplier also answers whether the agent's table exists.
+type tableCheckingApplier struct {
+	*fakeApplier
+	exists bool
+}
+
+func (t *tableCheckingApplier) TableExists(string) (bool, error) { return t.exists, nil }
+
 func (f *fakeApplier) count() int { f.mu.Lock(); defer f.mu.Unlock(); return len(f.applied) }
 
 const cfg = `
@@ -135,4 +143,35 @@ var _ = Describe("Agent", func() {
 		Expect(fake.forgets).To(BeNumerically(">=", 2))
 		fake.mu.Unlock()
 	})
+
+	DescribeTable("with the shoot unreachable at start",
+		func(tableExists bool, wantApplied bool) {
+			kubeconfig := filepath.Join(GinkgoT().TempDir(), "shoot.kubeconfig")
+			// Nothing listens on port 1: every request to the shoot fails.
+			Expect(os.WriteFile(kubeconfig, []byte(`apiVersion: v1
+kind: Config
+clusters: [{name: s, cluster: {server: "https://127.0.0.1:1"}}]
+users: [{name: u, user: {token: t}}]
+contexts: [{name: s, context: {cluster: s, user: u}}]
+current-context: s
+`), 0o600)).To(Succeed())
+			write(strings.NewReplacer("  cwnp: {source: static}", "  cwnp: {source: shoot}",
+				"sources:\n", "sources:\n  shoot: {namespace: firewall, kubeconfig: "+kubeconfig+"}\n").Replace(cfg))
+			checker := &tableCheckingApplier{fakeApplier: fake, exists: tableExists}
+			a.Applier, a.SeedInterval = checker, 20*time.Millisecond
+			ctx, cancel := context.WithCancel(context.Background())
+			done := make(chan error)
+			go func() { done <- a.Run(ctx) }()
+			DeferCleanup(func() { cancel(); Eventually(done).Should(Receive(BeNil())) })
+			Eventually(logs).Should(gbytes.Say(`reading the policies from the shoot; the ruleset in force stays`))
+			if wantApplied {
+				Eventually(fake.last).Should(And(ContainSubstring("10.0.1.0/24"), Not(ContainSubstring("203.0.113.0/24"))),
+					"the internal prefixes, closed, without the static policy")
+			} else {
+				Consistently(fake.count, 200*time.Millisecond).Should(BeZero(), "an earlier run's rules stay until the shoot answers")
+			}
+		},
+		Entry("keeps an earlier run's table untouched", true, false),
+		Entry("closes a fresh machine without the shoot's policies", false, true),
+	)
 })

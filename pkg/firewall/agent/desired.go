@@ -8,12 +8,23 @@ import (
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/firewall/ruleset"
 )
 
+// Inputs are what the agent last read from the APIs.
+type Inputs struct {
+	// Seed is the Firewall's traffic spec (controllers.firewall.source: seed).
+	Seed *fwv1alpha1.FirewallTrafficSpec
+	// ShootPolicies are the valid ClusterwideNetworkPolicies of the shoot
+	// (controllers.cwnp.source: shoot), sorted by name.
+	ShootPolicies []*fwv1alpha1.PolicySpec
+	// Services are the shoot's LoadBalancer Services as allows
+	// (controllers.service.source: shoot).
+	Services []ruleset.ServiceAllow
+}
+
 // Desired merges what the enabled controllers contribute into the ruleset to
-// apply. fromSeed is the Firewall's traffic spec as last read from the seed
-// (for controllers.firewall.source: seed). A controller that is off
-// contributes nothing: without the firewall controller there are no internal
-// prefixes, so only established traffic passes.
-func Desired(cfg *config.Config, fromSeed *fwv1alpha1.FirewallTrafficSpec) (*ruleset.Ruleset, error) {
+// apply. A controller that is off contributes nothing: without the firewall
+// controller there are no internal prefixes, so only established traffic
+// passes.
+func Desired(cfg *config.Config, in Inputs) (*ruleset.Ruleset, error) {
 	var (
 		fw       *fwv1alpha1.FirewallTrafficSpec
 		policies []*fwv1alpha1.PolicySpec
@@ -23,18 +34,67 @@ func Desired(cfg *config.Config, fromSeed *fwv1alpha1.FirewallTrafficSpec) (*rul
 		case config.SourceStatic:
 			fw = cfg.Sources.Static.Firewall
 		case config.SourceSeed:
-			fw = fromSeed
+			fw = in.Seed
 		default:
-			return nil, fmt.Errorf("controllers.firewall.source %q: not implemented yet in this build", c.Source)
+			return nil, fmt.Errorf("controllers.firewall.source %q: not implemented in this build", c.Source)
 		}
+	}
+	fw, err := withInterfaces(fw, cfg)
+	if err != nil {
+		return nil, err
 	}
 	if c := cfg.Controllers.CWNP; c != nil {
-		if c.Source != config.SourceStatic {
-			return nil, fmt.Errorf("controllers.cwnp.source %q: not implemented yet in this build", c.Source)
+		switch c.Source {
+		case config.SourceStatic:
+			policies = append(policies, cfg.Sources.Static.CWNP)
+		case config.SourceShoot:
+			policies = append(policies, in.ShootPolicies...)
+		default:
+			return nil, fmt.Errorf("controllers.cwnp.source %q: not implemented in this build", c.Source)
 		}
-		policies = append(policies, cfg.Sources.Static.CWNP)
 	}
-	return ruleset.Build(fw, policies)
+	var services []ruleset.ServiceAllow
+	if c := cfg.Controllers.Service; c != nil && c.Source == config.SourceShoot {
+		services = in.Services
+	}
+	return ruleset.Build(fw, policies, services)
+}
+
+// withInterfaces returns the spec with every network ID replaced by the
+// machine's interface into that network (config `networks`). A network the
+// config does not map is an error: a rule without its interface would SNAT or
+// limit traffic on every interface.
+func withInterfaces(fw *fwv1alpha1.FirewallTrafficSpec, cfg *config.Config) (*fwv1alpha1.FirewallTrafficSpec, error) {
+	if fw == nil {
+		return nil, nil
+	}
+	out := fw.DeepCopy()
+	resolve := func(what string, i int, id string, iface *string) error {
+		if id == "" {
+			return nil
+		}
+		name, ok := cfg.InterfaceOf(id)
+		if !ok {
+			return fmt.Errorf("%s[%d].networkID %q: no interface for this network in the config's networks", what, i, id)
+		}
+		*iface = name
+		return nil
+	}
+	for i := range out.EgressRules {
+		r := &out.EgressRules[i]
+		if err := resolve("egressRules", i, r.NetworkID, &r.Interface); err != nil {
+			return nil, err
+		}
+		r.NetworkID = ""
+	}
+	for i := range out.RateLimits {
+		r := &out.RateLimits[i]
+		if err := resolve("rateLimits", i, r.NetworkID, &r.Interface); err != nil {
+			return nil, err
+		}
+		r.NetworkID = ""
+	}
+	return out, nil
 }
 
 // Render loads the config at path and returns the ruleset it describes in nft
@@ -44,9 +104,9 @@ func Render(path string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	// A seed-sourced firewall spec is not fetched here: render changes
-	// nothing and talks to nobody, so that part stays empty.
-	rs, err := Desired(cfg, nil)
+	// What the seed and the shoot hold is not fetched here: render changes
+	// nothing and talks to nobody, so those parts stay empty.
+	rs, err := Desired(cfg, Inputs{})
 	if err != nil {
 		return "", err
 	}

@@ -58,6 +58,23 @@ var _ = Describe("Parse", func() {
 		Expect(cfg.Controllers.Firewall.Source).To(Equal(config.SourceSeed))
 	})
 
+	It("accepts the shoot source for the policy and monitor controllers", func() {
+		withShoot := strings.NewReplacer("shoot: {namespace: firewall}", "shoot: {namespace: firewall, kubeconfig: /etc/firewall-agent/shoot.kubeconfig}",
+			"cwnp:     {source: static}", "cwnp:     {source: shoot}\n  monitor:  {source: shoot}").Replace(valid)
+		cfg, err := config.Parse([]byte(withShoot))
+		Expect(err).NotTo(HaveOccurred())
+		Expect(cfg.Controllers.CWNP.Source).To(Equal(config.SourceShoot))
+		Expect(cfg.Controllers.Monitor.Source).To(Equal(config.SourceShoot))
+	})
+
+	It("accepts network IDs that networks maps to interfaces", func() {
+		cfg, err := config.Parse([]byte(strings.Replace(valid, "{interface: eth1, ips", "{networkID: internet, ips", 1) + "networks: [{id: internet, interface: eth1}]\n"))
+		Expect(err).NotTo(HaveOccurred())
+		iface, ok := cfg.InterfaceOf("internet")
+		Expect(ok).To(BeTrue())
+		Expect(iface).To(Equal("eth1"))
+	})
+
 	It("refuses a controller whose source is not configured", func() {
 		_, err := config.Parse([]byte("sources: {}\ncontrollers: {cwnp: {source: static}}\n"))
 		Expect(err).To(MatchError(ContainSubstring(`controllers.cwnp.source: Invalid value: "static": selected source is not configured`)))
@@ -86,13 +103,17 @@ var _ = Describe("Parse", func() {
 		Entry("bad internal prefix", `"10.0.1.0/24",`, `"10.0.1.0/33",`, `sources.static.firewall.internalPrefixes[0]`, `"10.0.1.0/33"`),
 		Entry("bad SNAT IP", "ips: [192.0.2.1]", "ips: [192.0.2.300]", `sources.static.firewall.egressRules[0].ips[0]`, `"192.0.2.300"`),
 		Entry("SNAT by network ID", "{interface: eth1, ips", "{networkID: internet, ips", `sources.static.firewall.egressRules[0].networkID`, `"internet"`),
+		Entry("network without an interface", "controllers:\n", "networks: [{id: internet, interface: ''}]\ncontrollers:\n", `networks[0].interface: Invalid value: ""`),
+		Entry("network twice", "controllers:\n", "networks: [{id: internet, interface: eth1}, {id: internet, interface: eth2}]\ncontrollers:\n", `networks[1].id: Duplicate value: "internet"`),
+		Entry("rate limit on an unmapped network", "{interface: eth1, rate: 100}", "{networkID: underlay, rate: 100}", `sources.static.firewall.rateLimits[0].networkID: Invalid value: "underlay": no interface for this network`),
 		Entry("rate 0", "rate: 100", "rate: 0", `sources.static.firewall.rateLimits[0].rate`),
 		Entry("fqdn rules", "egress:  [", "egress:  [{to: [{cidr: 1.2.3.0/24}], toFQDNs: [{matchName: x}]}, ", `sources.static.cwnp.egress[0].toFQDNs: Forbidden`),
 		Entry("egress without destination", "egress:  [", "egress:  [{ports: [{port: 1}]}, ", `sources.static.cwnp.egress[0].to: Required value`),
 		Entry("unknown source", "cwnp:     {source: static}", "cwnp:     {source: metal}", `controllers.cwnp.source`, `"metal"`),
-		Entry("shoot not implemented", "cwnp:     {source: static}", "cwnp:     {source: shoot}", `controllers.cwnp.source: Invalid value: "shoot"`, "not implemented yet in this build"),
+		Entry("shoot without a kubeconfig", "cwnp:     {source: static}", "cwnp:     {source: shoot}", `sources.shoot.kubeconfig: Required value: a controller reads the shoot`),
+		Entry("monitor from static", "controllers:\n", "controllers:\n  monitor: {source: static}\n", `controllers.monitor.source: Unsupported value: "static"`),
 		Entry("seed for policies", "cwnp:     {source: static}", "cwnp:     {source: seed}", `controllers.cwnp.source: Unsupported value: "seed"`),
-		Entry("service from shoot not implemented", "controllers:\n", "controllers:\n  service: {source: shoot}\n", `controllers.service.source`, "not implemented yet in this build"),
+		Entry("service from static", "controllers:\n", "controllers:\n  service: {source: static}\n", `controllers.service.source: Unsupported value: "static"`),
 		Entry("seed without namespace", "namespace: shoot--p--s", "namespace: ''", `sources.seed.namespace: Required value`),
 		Entry("shoot access secret without a path to keep it", "shoot: {namespace: firewall}", "shoot: {namespace: firewall, accessSecret: shoot-access-firewall-agent}", `sources.shoot.kubeconfig: Required value`),
 		Entry("shoot access secret without a seed",

@@ -25,6 +25,28 @@ type Config struct {
 	// Controllers say which source each controller reads. A controller that
 	// is not listed is off.
 	Controllers Controllers `json:"controllers"`
+	// Networks map metal network IDs to this machine's interfaces, so that
+	// SNAT rules and rate limits may name a network (as a Firewall from the
+	// seed does) instead of an interface.
+	Networks []Network `json:"networks,omitempty"`
+}
+
+// Network is one metal network the machine is attached to.
+type Network struct {
+	// ID is the metal network ID, e.g. "internet".
+	ID string `json:"id"`
+	// Interface is the machine's interface into that network, e.g. "vrf104009".
+	Interface string `json:"interface"`
+}
+
+// InterfaceOf returns the interface of a network ID and whether it is known.
+func (cfg *Config) InterfaceOf(networkID string) (string, bool) {
+	for _, n := range cfg.Networks {
+		if n.ID == networkID {
+			return n.Interface, true
+		}
+	}
+	return "", false
 }
 
 // Sources are the places rules come from.

@@ -1,14 +1,22 @@
 package config
 
 import (
+	"fmt"
+
 	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	fwv1alpha1 "github.com/metal-firewall/gardener-extension-firewall/pkg/apis/firewall/v1alpha1"
 
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/apis/firewall/validation"
 )
 
-// implemented are the sources every controller of this build can read; the
-// firewall controller also reads the seed.
-var implemented = map[string]bool{SourceStatic: true}
+// implemented are the sources each controller of this build can read.
+var implemented = map[string][]string{
+	"firewall": {SourceStatic, SourceSeed},
+	"cwnp":     {SourceStatic, SourceShoot},
+	"service":  {SourceShoot},
+	"monitor":  {SourceShoot},
+}
 
 // Validate returns every problem in the config, each with its field path. A
 // controller that selects a source this build does not implement yet is an
@@ -35,15 +43,33 @@ func Validate(cfg *Config) field.ErrorList {
 		}
 		if s.AccessSecret != "" && s.Kubeconfig == "" {
 			allErrs = append(allErrs, field.Required(p.Child("kubeconfig"), "the path the kubeconfig from accessSecret is kept at"))
+		} else if s.Kubeconfig == "" && cfg.readsShoot() {
+			allErrs = append(allErrs, field.Required(p.Child("kubeconfig"), "a controller reads the shoot"))
 		}
 	}
 	if s := cfg.Sources.Static; s != nil {
 		p := srcPath.Child("static")
 		if s.Firewall != nil {
-			allErrs = append(allErrs, validation.ValidateFirewallTrafficSpec(s.Firewall, p.Child("firewall"), false)...)
+			allErrs = append(allErrs, validation.ValidateFirewallTrafficSpec(s.Firewall, p.Child("firewall"), true)...)
+			allErrs = append(allErrs, cfg.validateNetworkIDs(s.Firewall, p.Child("firewall"))...)
 		}
 		if s.CWNP != nil {
 			allErrs = append(allErrs, validation.ValidatePolicySpec(s.CWNP, p.Child("cwnp"))...)
+		}
+	}
+
+	seen := map[string]bool{}
+	for i, n := range cfg.Networks {
+		p := field.NewPath("networks").Index(i)
+		switch {
+		case n.ID == "":
+			allErrs = append(allErrs, field.Required(p.Child("id"), ""))
+		case seen[n.ID]:
+			allErrs = append(allErrs, field.Duplicate(p.Child("id"), n.ID))
+		}
+		seen[n.ID] = true
+		if !validation.IsInterfaceName(n.Interface) {
+			allErrs = append(allErrs, field.Invalid(p.Child("interface"), n.Interface, "invalid interface name"))
 		}
 	}
 
@@ -67,11 +93,38 @@ func Validate(cfg *Config) field.ErrorList {
 			allErrs = append(allErrs, field.NotSupported(p, c.ctrl.Source, c.allowed))
 		case !cfg.hasSource(c.ctrl.Source):
 			allErrs = append(allErrs, field.Invalid(p, c.ctrl.Source, "selected source is not configured under sources."+c.ctrl.Source))
-		case !implemented[c.ctrl.Source] && (c.name != "firewall" || c.ctrl.Source != SourceSeed):
-			allErrs = append(allErrs, field.Invalid(p, c.ctrl.Source, "source not implemented yet in this build (only static, and seed for the firewall controller)"))
+		case !contains(implemented[c.name], c.ctrl.Source):
+			allErrs = append(allErrs, field.Invalid(p, c.ctrl.Source, fmt.Sprintf("the %s controller is not implemented for this source in this build (implemented: %v)", c.name, implemented[c.name])))
 		}
 	}
 	return allErrs
+}
+
+// validateNetworkIDs checks that every network a rule names is in networks.
+func (cfg *Config) validateNetworkIDs(spec *fwv1alpha1.FirewallTrafficSpec, fldPath *field.Path) field.ErrorList {
+	var allErrs field.ErrorList
+	check := func(p *field.Path, id string) {
+		if _, ok := cfg.InterfaceOf(id); id != "" && !ok {
+			allErrs = append(allErrs, field.Invalid(p.Child("networkID"), id, "no interface for this network: add it to networks"))
+		}
+	}
+	for i, r := range spec.EgressRules {
+		check(fldPath.Child("egressRules").Index(i), r.NetworkID)
+	}
+	for i, r := range spec.RateLimits {
+		check(fldPath.Child("rateLimits").Index(i), r.NetworkID)
+	}
+	return allErrs
+}
+
+// readsShoot tells whether a controller reads the shoot.
+func (cfg *Config) readsShoot() bool {
+	for _, c := range []*Controller{cfg.Controllers.CWNP, cfg.Controllers.Service, cfg.Controllers.Monitor} {
+		if c != nil && c.Source == SourceShoot {
+			return true
+		}
+	}
+	return false
 }
 
 func (cfg *Config) hasSource(name string) bool {

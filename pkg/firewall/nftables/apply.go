@@ -319,9 +319,13 @@ func kernelSet(table *nftables.Table, s *ruleset.Set) *nftables.Set {
 		addr = nftables.TypeIP6Addr
 	}
 	ks := &nftables.Set{Table: table, Name: s.Name, Interval: s.Kind != ruleset.AddrProtoPortExactSet, KeyType: addr}
-	if s.Kind.Concat() {
+	switch {
+	case s.Kind.Concat():
 		ks.Concatenation = true
 		ks.KeyType = nftables.MustConcatSetType(addr, nftables.TypeInetProto, nftables.TypeInetService)
+	case s.Kind == ruleset.ServiceSet:
+		ks.Concatenation = true
+		ks.KeyType = nftables.MustConcatSetType(addr, nftables.TypeInetProto, nftables.TypeInetService, addr)
 	}
 	return ks
 }

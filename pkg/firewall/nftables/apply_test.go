@@ -2,6 +2,7 @@ package nftables_test
 
 import (
 	"fmt"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strings"
@@ -35,7 +36,7 @@ var mixed = &fwv1alpha1.PolicySpec{
 }
 
 func build(specs ...*fwv1alpha1.PolicySpec) *ruleset.Ruleset {
-	rs, err := ruleset.Build(fw, specs)
+	rs, err := ruleset.Build(fw, specs, nil)
 	ExpectWithOffset(1, err).NotTo(HaveOccurred())
 	return rs
 }
@@ -133,7 +134,7 @@ var _ = Describe("Programmer", func() {
 		Expect(err).NotTo(HaveOccurred())
 		fw2 := *fw
 		fw2.RateLimits = []fwv1alpha1.RateLimit{{Interface: "eth1", Rate: 200}}
-		rs, err := ruleset.Build(&fw2, []*fwv1alpha1.PolicySpec{mixed})
+		rs, err := ruleset.Build(&fw2, []*fwv1alpha1.PolicySpec{mixed}, nil)
 		Expect(err).NotTo(HaveOccurred())
 		res, err := p.Apply(rs)
 		Expect(err).NotTo(HaveOccurred())
@@ -176,5 +177,41 @@ var _ = Describe("Programmer", func() {
 		Expect(res).To(And(HaveField("Mode", nftables.Elements), HaveField("Added", 2), HaveField("Deleted", 2)))
 		GinkgoWriter.Printf("one-CIDR update at 20,000 items: %v\n", res.Duration)
 		Expect(list(ns, "table", "inet", ruleset.TableName)).To(ContainSubstring("100.200.0.0 . tcp . 1000"))
+	})
+
+	It("programs services as render prints them, reads them back, and adds one as an element", func() {
+		svc := func(addr string, port uint16, sources ...string) ruleset.ServiceAllow {
+			a := ruleset.ServiceAllow{Addr: netip.MustParseAddr(addr), Proto: 6, Port: port}
+			for _, s := range sources {
+				a.Sources = append(a.Sources, ruleset.PrefixRange(netip.MustParsePrefix(s)))
+			}
+			return a
+		}
+		services := []ruleset.ServiceAllow{svc("10.0.1.100", 443, "203.0.113.0/24", "198.51.100.7/32"), svc("fd00:1::100", 8443)}
+		rs, err := ruleset.Build(fw, []*fwv1alpha1.PolicySpec{mixed}, services)
+		Expect(err).NotTo(HaveOccurred())
+		res, err := p.Apply(rs)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(res.Mode).To(Equal(nftables.Full))
+
+		other := newNS("fwa-nft-svc")
+		file := filepath.Join(GinkgoT().TempDir(), "rs.nft")
+		Expect(os.WriteFile(file, []byte(ruleset.Render(rs)), 0o600)).To(Succeed())
+		_, err = other.Exec("nft", "-f", file)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(list(ns, "table", "inet", ruleset.TableName)).To(Equal(list(other, "table", "inet", ruleset.TableName)))
+		Expect(list(ns, "set", "inet", ruleset.TableName, "services_v4")).To(ContainSubstring("10.0.1.100 . tcp . 443 . 198.51.100.7"))
+
+		p.Forget()
+		res, err = p.Apply(rs)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(res.Mode).To(Equal(nftables.Unchanged), "the kernel's service elements read back as the model's")
+
+		more, err := ruleset.Build(fw, []*fwv1alpha1.PolicySpec{mixed}, append(services, svc("10.0.1.101", 80)))
+		Expect(err).NotTo(HaveOccurred())
+		res, err = p.Apply(more)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(res).To(And(HaveField("Mode", nftables.Elements), HaveField("Added", 1), HaveField("Deleted", 0)))
+		Expect(list(ns, "set", "inet", ruleset.TableName, "services_v4")).To(ContainSubstring("10.0.1.101 . tcp . 80 . 0.0.0.0/0"))
 	})
 })

@@ -37,7 +37,7 @@ func benchNS(tb testing.TB) *netns.NS {
 }
 
 func mustBuild(tb testing.TB, spec *fwv1alpha1.PolicySpec) *ruleset.Ruleset {
-	rs, err := ruleset.Build(fw, []*fwv1alpha1.PolicySpec{spec})
+	rs, err := ruleset.Build(fw, []*fwv1alpha1.PolicySpec{spec}, nil)
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -31,6 +31,12 @@ func encode(kind ruleset.SetKind, e ruleset.Element) []nftables.SetElement {
 	if kind == ruleset.AddrProtoPortExactSet {
 		return []nftables.SetElement{{Key: concatKey(e.Addr.From, e.Proto, e.PortFrom)}}
 	}
+	if kind == ruleset.ServiceSet {
+		return []nftables.SetElement{{
+			Key:    append(concatKey(e.Addr.From, e.Proto, e.PortFrom), e.Src.From.AsSlice()...),
+			KeyEnd: append(concatKey(e.Addr.To, e.Proto, e.PortTo), e.Src.To.AsSlice()...),
+		}}
+	}
 	return []nftables.SetElement{{
 		Key:    concatKey(e.Addr.From, e.Proto, e.PortFrom),
 		KeyEnd: concatKey(e.Addr.To, e.Proto, e.PortTo),
@@ -53,6 +59,23 @@ func decode(kind ruleset.SetKind, v6 bool, elems []nftables.SetElement) []rulese
 		addrLen = 16
 	}
 	var out []ruleset.Element
+	if kind == ruleset.ServiceSet {
+		for _, el := range elems {
+			n := 2*addrLen + 8
+			if len(el.Key) < n || len(el.KeyEnd) < n {
+				continue
+			}
+			dst, _ := netip.AddrFromSlice(el.Key[:addrLen])
+			from, _ := netip.AddrFromSlice(el.Key[addrLen+8 : n])
+			to, _ := netip.AddrFromSlice(el.KeyEnd[addrLen+8 : n])
+			port := binary.BigEndian.Uint16(el.Key[addrLen+4:])
+			out = append(out, ruleset.Element{
+				Addr: ruleset.Range{From: dst, To: dst}, Proto: el.Key[addrLen], PortFrom: port, PortTo: port,
+				Src: ruleset.Range{From: from, To: to},
+			})
+		}
+		return out
+	}
 	if kind.Concat() {
 		for _, el := range elems {
 			if kind == ruleset.AddrProtoPortExactSet {

@@ -90,6 +90,24 @@ func exprs(r *ruleset.Rule, sets map[string]*nftables.Set) ([]expr.Any, error) {
 			l,
 		)
 	}
+	if r.ServiceSet != "" {
+		l, err := lookup(r.ServiceSet)
+		if err != nil {
+			return nil, err
+		}
+		// daddr . l4proto . dport . saddr in adjacent 32-bit registers.
+		next := uint32(reg32Base + 1)
+		if v6 {
+			next = reg32Base + 4
+		}
+		out = append(out,
+			addrPayload(v6, false, reg1),
+			&expr.Meta{Key: expr.MetaKeyL4PROTO, Register: next},
+			&expr.Payload{DestRegister: next + 1, Base: expr.PayloadBaseTransportHeader, Offset: 2, Len: 2},
+			addrPayload(v6, true, next+2),
+			l,
+		)
+	}
 	if r.LogLimitPerSecond > 0 {
 		// nft's default burst for packet limits is 5.
 		out = append(out, &expr.Limit{Type: expr.LimitTypePkts, Rate: uint64(r.LogLimitPerSecond), Unit: expr.LimitTimeSecond, Burst: 5})

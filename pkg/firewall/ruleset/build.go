@@ -52,7 +52,10 @@ func SetName(base string, v6 bool) string {
 //
 // The forward chain has a fixed number of rules; the policies only fill the
 // sets. A policy rule without ports allows every protocol and port.
-func Build(fw *fwv1alpha1.FirewallTrafficSpec, policies []*fwv1alpha1.PolicySpec) (*Ruleset, error) {
+//
+// services allow their sources to load balancer addresses and ports (the
+// shoot's LoadBalancer Services), whether those are internal or not.
+func Build(fw *fwv1alpha1.FirewallTrafficSpec, policies []*fwv1alpha1.PolicySpec, services []ServiceAllow) (*Ruleset, error) {
 	if fw == nil {
 		fw = &fwv1alpha1.FirewallTrafficSpec{}
 	}
@@ -90,6 +93,7 @@ func Build(fw *fwv1alpha1.FirewallTrafficSpec, policies []*fwv1alpha1.PolicySpec
 		rs.Sets = append(rs.Sets, addrSet(SetName(SetEgressAny, v6), v6, Merge(egress.any)))
 		rs.Sets = append(rs.Sets, concatSets(SetIngress, v6, ingress.ports)...)
 		rs.Sets = append(rs.Sets, addrSet(SetName(SetIngressAny, v6), v6, Merge(ingress.any)))
+		rs.Sets = append(rs.Sets, serviceSet(v6, services))
 	}
 
 	forward := &Chain{Name: "forward", Type: "filter", Hook: "forward", Priority: 0, PolicyDrop: true}
@@ -117,6 +121,8 @@ func Build(fw *fwv1alpha1.FirewallTrafficSpec, policies []*fwv1alpha1.PolicySpec
 		}
 		forward.Rules = append(forward.Rules, &Rule{ID: "ingress-any" + suffix(v6), Family: fam,
 			SaddrSet: SetName(SetIngressAny, v6), DaddrSet: SetName(SetInternal, v6), Counter: true, Verdict: Accept})
+		forward.Rules = append(forward.Rules, &Rule{ID: "service" + suffix(v6), Family: fam,
+			ServiceSet: SetName(SetServices, v6), Counter: true, Verdict: Accept})
 	}
 	forward.Rules = append(forward.Rules,
 		&Rule{ID: "log-drop", LogLimitPerSecond: 10, LogPrefix: DropLogPrefix},
@@ -410,5 +416,8 @@ func compareElements(a, b Element) int {
 	if a.Proto != b.Proto {
 		return int(a.Proto) - int(b.Proto)
 	}
-	return int(a.PortFrom) - int(b.PortFrom)
+	if a.PortFrom != b.PortFrom {
+		return int(a.PortFrom) - int(b.PortFrom)
+	}
+	return a.Src.From.Compare(b.Src.From)
 }

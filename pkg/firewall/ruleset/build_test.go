@@ -55,7 +55,7 @@ var _ = Describe("Build", func() {
 				{To: []fwv1alpha1.IPBlock{block("192.0.2.0/24")}},
 			},
 			Ingress: []fwv1alpha1.IngressRule{{From: []fwv1alpha1.IPBlock{block("198.51.100.0/24")}, Ports: []fwv1alpha1.PolicyPort{port("UDP", 53), {Protocol: "SCTP"}}}},
-		}})
+		}}, nil)
 		Expect(err).NotTo(HaveOccurred())
 		Expect(elements(rs, "internal_v4")).To(Equal([]string{"10.0.0.0/23"}))
 		Expect(elements(rs, "internal_v6")).To(Equal([]string{"fd00:1::/64"}))
@@ -64,7 +64,7 @@ var _ = Describe("Build", func() {
 		Expect(elements(rs, "egress_any_v4")).To(Equal([]string{"192.0.2.0/24"}))
 		Expect(elements(rs, "ingress_v4")).To(Equal([]string{"198.51.100.0/24 . udp . 53", "198.51.100.0/24 . sctp . 0-65535"}))
 
-		more, err := Build(fw, []*fwv1alpha1.PolicySpec{{Egress: []fwv1alpha1.EgressRule{{To: []fwv1alpha1.IPBlock{block("1.2.3.4/32")}, Ports: []fwv1alpha1.PolicyPort{port("TCP", 22)}}}}})
+		more, err := Build(fw, []*fwv1alpha1.PolicySpec{{Egress: []fwv1alpha1.EgressRule{{To: []fwv1alpha1.IPBlock{block("1.2.3.4/32")}, Ports: []fwv1alpha1.PolicyPort{port("TCP", 22)}}}}}, nil)
 		Expect(err).NotTo(HaveOccurred())
 		Expect(strings.Count(Render(rs), "th dport @egress_v4_")).To(Equal(ConcatShards+1), "the shards and the exact set")
 		Expect(rs.Set("egress_v4_exact").Elements).To(BeEmpty(), "no single host on a single port here")
@@ -76,7 +76,7 @@ var _ = Describe("Build", func() {
 			{To: []fwv1alpha1.IPBlock{block("10.10.0.0/24")}, Ports: []fwv1alpha1.PolicyPort{port("TCP", 80, 90)}},
 			{To: []fwv1alpha1.IPBlock{block("10.10.0.128/25"), block("10.10.1.0/24")}, Ports: []fwv1alpha1.PolicyPort{port("TCP", 85, 100)}},
 			{To: []fwv1alpha1.IPBlock{block("10.10.0.0/24")}, Ports: []fwv1alpha1.PolicyPort{port("TCP", 80, 90)}},
-		}}})
+		}}}, nil)
 		Expect(err).NotTo(HaveOccurred())
 		Expect(elements(rs, "egress_v4")).To(Equal([]string{
 			"10.10.0.0/24 . tcp . 80-84",
@@ -99,7 +99,7 @@ var _ = Describe("Build", func() {
 			{To: []fwv1alpha1.IPBlock{block("10.10.0.5/32"), block("10.10.0.0/30", "10.10.0.0/31", "10.10.0.3/32")}, Ports: []fwv1alpha1.PolicyPort{port("TCP", 80)}},
 			{To: []fwv1alpha1.IPBlock{block("10.10.0.5/32")}, Ports: []fwv1alpha1.PolicyPort{port("TCP", 80), port("UDP", 80)}},
 			{To: []fwv1alpha1.IPBlock{block("10.10.0.0/24")}, Ports: []fwv1alpha1.PolicyPort{port("TCP", 80, 90)}},
-		}}})
+		}}}, nil)
 		Expect(err).NotTo(HaveOccurred())
 		var exact []string
 		for _, e := range rs.Set("egress_v4_exact").Elements {
@@ -110,7 +110,7 @@ var _ = Describe("Build", func() {
 	})
 
 	It("renders the ruleset in nft syntax", func() {
-		rs, err := Build(fw, []*fwv1alpha1.PolicySpec{{Egress: []fwv1alpha1.EgressRule{{To: []fwv1alpha1.IPBlock{block("203.0.113.0/24")}, Ports: []fwv1alpha1.PolicyPort{port("TCP", 8000, 8100)}}}}})
+		rs, err := Build(fw, []*fwv1alpha1.PolicySpec{{Egress: []fwv1alpha1.EgressRule{{To: []fwv1alpha1.IPBlock{block("203.0.113.0/24")}, Ports: []fwv1alpha1.PolicyPort{port("TCP", 8000, 8100)}}}}}, nil)
 		Expect(err).NotTo(HaveOccurred())
 		out := Render(rs)
 		Expect(out).To(HavePrefix("table inet firewall-agent {\n"))

@@ -27,6 +27,10 @@ const (
 	// type ipvN_addr . inet_proto . inet_service, a hash set without
 	// intervals, which the kernel updates in constant time.
 	AddrProtoPortExactSet
+	// ServiceSet holds destination . protocol . port . source range elements:
+	// type ipvN_addr . inet_proto . inet_service . ipvN_addr; flags interval.
+	// The destination and port are single values, the source a range.
+	ServiceSet
 )
 
 // Concat tells whether the set's elements are address . proto . port.
@@ -41,12 +45,13 @@ type Set struct {
 	Elements []Element
 }
 
-// Element is one set element. Proto and the ports are only used in
-// AddrProtoPortSet sets.
+// Element is one set element. Proto and the ports are only used in the
+// address . proto . port sets, Src only in a ServiceSet.
 type Element struct {
 	Addr             Range
 	Proto            uint8
 	PortFrom, PortTo uint16
+	Src              Range
 }
 
 // Chain is a base chain of the table.
@@ -82,6 +87,9 @@ type Rule struct {
 	// destination.
 	ConcatSet   string
 	ConcatSaddr bool
+	// ServiceSet matches destination address . l4proto . destination port .
+	// source address against a ServiceSet.
+	ServiceSet string
 	// LogLimitPerSecond, if set, logs at most so many packets per second with
 	// LogPrefix; such a rule has no verdict.
 	LogLimitPerSecond uint32

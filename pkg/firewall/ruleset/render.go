@@ -41,8 +41,11 @@ func renderSet(b *strings.Builder, s *Set) {
 		addrType = "ipv6_addr"
 	}
 	flags := "\t\tflags interval\n"
-	if s.Kind.Concat() {
+	switch {
+	case s.Kind.Concat():
 		addrType += " . inet_proto . inet_service"
+	case s.Kind == ServiceSet:
+		addrType += " . inet_proto . inet_service . " + addrType
 	}
 	if s.Kind == AddrProtoPortExactSet {
 		flags = ""
@@ -74,7 +77,11 @@ func ElementText(kind SetKind, e Element) string {
 	if !ok {
 		proto = fmt.Sprint(e.Proto)
 	}
-	return e.Addr.String() + " . " + proto + " . " + ports
+	text := e.Addr.String() + " . " + proto + " . " + ports
+	if kind == ServiceSet {
+		text += " . " + e.Src.String()
+	}
+	return text
 }
 
 // RuleText prints a rule in nft syntax without its comment.
@@ -108,6 +115,9 @@ func RuleText(r *Rule) string {
 			addr = "saddr"
 		}
 		parts = append(parts, fmt.Sprintf("%s %s . meta l4proto . th dport @%s", ip, addr, r.ConcatSet))
+	}
+	if r.ServiceSet != "" {
+		parts = append(parts, fmt.Sprintf("%s daddr . meta l4proto . th dport . %s saddr @%s", ip, ip, r.ServiceSet))
 	}
 	if r.LogLimitPerSecond > 0 {
 		parts = append(parts, fmt.Sprintf("limit rate %d/second", r.LogLimitPerSecond))

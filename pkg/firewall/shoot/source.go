@@ -1,8 +1,9 @@
 // Package shoot is the agent's shoot source: the shoot kubeconfig the agent
 // keeps on disk (refreshed through the seed, so the shoot stays reachable
-// when the seed is not), and what the agent reads from the shoot. After a
-// control plane migration that is its new bootstrap kubeconfig: the shoot's
-// endpoint is the one address that did not change.
+// when the seed is not), and what the agent reads from and writes to the
+// shoot: the owner's ClusterwideNetworkPolicies and their status, the
+// FirewallMonitor, and, after a control plane migration, its new bootstrap
+// kubeconfig: the shoot's endpoint is the one address that did not change.
 package shoot
 
 import (
@@ -42,6 +43,9 @@ type Source struct {
 var scheme = func() *runtime.Scheme {
 	s := runtime.NewScheme()
 	if err := corev1.AddToScheme(s); err != nil {
+		panic(err)
+	}
+	if err := fwv1alpha1.AddToScheme(s); err != nil {
 		panic(err)
 	}
 	return s

@@ -45,7 +45,7 @@ var _ = Describe("forward throughput", Label("bench"), func() {
 			name := "none (forwarding only)"
 			if n >= 0 {
 				name = fmt.Sprintf("agent, %d policy items", n)
-				rs, err := ruleset.Build(fw, []*fwv1alpha1.PolicySpec{items(n)})
+				rs, err := ruleset.Build(fw, []*fwv1alpha1.PolicySpec{items(n)}, nil)
 				Expect(err).NotTo(HaveOccurred())
 				_, err = prog.Apply(rs)
 				Expect(err).NotTo(HaveOccurred())

@@ -9,6 +9,9 @@ import (
 	gardencorev1beta1 "github.com/gardener/gardener/pkg/apis/core/v1beta1"
 	v1beta1constants "github.com/gardener/gardener/pkg/apis/core/v1beta1/constants"
 	extensionsv1alpha1 "github.com/gardener/gardener/pkg/apis/extensions/v1alpha1"
+	resourcesv1alpha1 "github.com/gardener/gardener/pkg/apis/resources/v1alpha1"
+	"github.com/gardener/gardener/pkg/client/kubernetes"
+	"github.com/gardener/gardener/pkg/utils/managedresources"
 	"github.com/go-logr/logr"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -46,6 +49,22 @@ func createShoot(ctx SpecContext, s *seedEnv, namespace string) {
 	gardenerSecret, err := testenv.GardenerSecret(namespace, s.cp.Config)
 	Expect(err).NotTo(HaveOccurred())
 	Expect(s.client.Create(ctx, gardenerSecret)).To(Succeed())
+}
+
+// shootManagedResource returns the shoot ManagedResource of the namespace and
+// the objects it carries.
+func shootManagedResource(ctx SpecContext, s *seedEnv, namespace string) (*resourcesv1alpha1.ManagedResource, []client.Object) {
+	mr := &resourcesv1alpha1.ManagedResource{}
+	ExpectWithOffset(1, s.client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: firewallcontroller.ShootManagedResourceName}, mr)).To(Succeed())
+	var objects []client.Object
+	for _, ref := range mr.Spec.SecretRefs {
+		secret := &corev1.Secret{}
+		ExpectWithOffset(1, s.client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: ref.Name}, secret)).To(Succeed())
+		objs, err := managedresources.ExtractObjectsFromSecret(kubernetes.ShootCodec.UniversalDeserializer(), secret)
+		ExpectWithOffset(1, err).NotTo(HaveOccurred())
+		objects = append(objects, objs...)
+	}
+	return mr, objects
 }
 
 func newExtension(namespace, config string) *extensionsv1alpha1.Extension {
@@ -163,6 +182,33 @@ var _ = Describe("Extension firewall", func() {
 			"it names the shoot's endpoint from the gardener secret, for the TokenRequestor to add the token")
 		Expect(string(access.Data["kubeconfig"])).NotTo(Or(ContainSubstring("client-key-data"), ContainSubstring("token:")),
 			"and no credential of the gardener secret")
+		By("carrying the agent's CRDs and least-privilege RBAC into the shoot through a ManagedResource")
+		mr, objects := shootManagedResource(ctx, seedA, namespace)
+		Expect(mr.Spec.Class).To(BeNil(), "class shoot: the shoot's resource manager applies it")
+		var kinds []string
+		for _, obj := range objects {
+			kinds = append(kinds, fmt.Sprintf("%T %s", obj, obj.GetName()))
+			if role, ok := obj.(*rbacv1.Role); ok {
+				Expect(role.Namespace).To(Equal("firewall"))
+				for _, rule := range role.Rules {
+					Expect(rule.Verbs).NotTo(ContainElement("*"))
+					Expect(rule.Resources).NotTo(ContainElement(Or(Equal("*"), Equal("secrets"))), "the delivered bootstrap secret has a Role of its own, for its one name")
+				}
+			}
+			if role, ok := obj.(*rbacv1.ClusterRole); ok {
+				Expect(role.Rules).To(ConsistOf(rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"services"}, Verbs: []string{"list", "watch"}}),
+					"cluster-wide, the agent only reads Services")
+			}
+			if binding, ok := obj.(*rbacv1.RoleBinding); ok {
+				Expect(binding.Subjects).To(ConsistOf(rbacv1.Subject{Kind: "ServiceAccount", Name: "firewall-agent", Namespace: "kube-system"}))
+			}
+		}
+		Expect(kinds).To(ConsistOf(
+			"*v1.CustomResourceDefinition clusterwidenetworkpolicies.firewall.metal-firewall.io",
+			"*v1.CustomResourceDefinition firewallmonitors.firewall.metal-firewall.io",
+			"*v1.Namespace firewall", "*v1.Role firewall-agent", "*v1.RoleBinding firewall-agent",
+			"*v1.ClusterRole firewall.metal-firewall.io:agent", "*v1.ClusterRoleBinding firewall.metal-firewall.io:agent"))
+
 		By("no long-lived credential anywhere in the seed")
 		all := &corev1.SecretList{}
 		Expect(seedA.client.List(ctx, all)).To(Succeed())
@@ -190,6 +236,8 @@ var _ = Describe("Extension firewall", func() {
 		Expect(bootstrapTokens(ctx, seedA, namespace)).To(BeEmpty(), "seed A's bootstrap tokens are revoked")
 		Expect(seedA.client.Get(ctx, client.ObjectKey{Name: firewallv1alpha1.AgentUserName(namespace, fwA.Name)}, &rbacv1.ClusterRoleBinding{})).To(Satisfy(apierrors.IsNotFound))
 		Expect(provider.IDs()).To(ContainElement(machineID), "the machine keeps running through the migration")
+		Expect(seedA.client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: firewallcontroller.ShootManagedResourceName}, &resourcesv1alpha1.ManagedResource{})).
+			To(Satisfy(apierrors.IsNotFound), "seed A no longer manages the shoot's objects")
 
 		By("restoring in seed B")
 		createShoot(ctx, seedB, namespace)
@@ -221,6 +269,7 @@ var _ = Describe("Extension firewall", func() {
 		Expect(metav1.GetControllerOf(&fwB)).NotTo(BeNil(), "the restored Firewall was adopted")
 		Consistently(func() int { return provider.Created - createdBefore }).WithTimeout(3*time.Second).Should(Equal(1), "never a second machine")
 		Expect(provider.IDs()).To(ContainElement(machineID))
+		shootManagedResource(ctx, seedB, namespace)
 
 		By("deleting the firewall in seed B")
 		Expect(seedB.client.Delete(ctx, exB)).To(Succeed())
@@ -228,6 +277,7 @@ var _ = Describe("Extension firewall", func() {
 		Expect(provider.IDs()).NotTo(ContainElement(machineID), "the machine is released")
 		Expect(bootstrapTokens(ctx, seedB, namespace)).To(BeEmpty())
 		Expect(seedB.client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: "shoot-access-firewall-agent"}, &corev1.Secret{})).To(Satisfy(apierrors.IsNotFound))
+		Expect(seedB.client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: firewallcontroller.ShootManagedResourceName}, &resourcesv1alpha1.ManagedResource{})).To(Satisfy(apierrors.IsNotFound))
 	})
 })
 

@@ -58,10 +58,16 @@ func validateNetworkRef(networkID, iface string, fldPath *field.Path, resolveNet
 	case networkID != "" && !resolveNetworks:
 		allErrs = append(allErrs, field.Invalid(fldPath.Child("networkID"), networkID, "network IDs cannot be mapped to interfaces by this source; name the interface"))
 	}
-	if iface != "" && (len(iface) > 15 || !validIfaceName(iface)) {
+	if iface != "" && !IsInterfaceName(iface) {
 		allErrs = append(allErrs, field.Invalid(fldPath.Child("interface"), iface, "invalid interface name"))
 	}
 	return allErrs
+}
+
+// IsInterfaceName tells whether s can be a Linux interface name: 1-15
+// printable characters without blanks, slashes and quotes.
+func IsInterfaceName(s string) bool {
+	return s != "" && len(s) <= 15 && validIfaceName(s)
 }
 
 func validIfaceName(s string) bool {

@@ -1,0 +1,130 @@
+package firewall
+
+import (
+	"context"
+	"fmt"
+
+	resourcesv1alpha1 "github.com/gardener/gardener/pkg/apis/resources/v1alpha1"
+	"github.com/gardener/gardener/pkg/client/kubernetes"
+	"github.com/gardener/gardener/pkg/utils/managedresources"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+
+	"github.com/metal-firewall/gardener-extension-firewall/pkg/apis/firewall/crds"
+	firewallv1alpha1 "github.com/metal-firewall/gardener-extension-firewall/pkg/apis/firewall/v1alpha1"
+	"github.com/metal-firewall/gardener-extension-firewall/pkg/controller/firewall/credentials"
+)
+
+// ShootManagedResourceName is the ManagedResource (class shoot) through which
+// gardener-resource-manager keeps in the shoot what the agent reads and writes
+// there: the policy and monitor CRDs, the `firewall` namespace and the agent's
+// RBAC.
+const ShootManagedResourceName = "extension-firewall-shoot"
+
+// Origin marks the ManagedResources this extension creates.
+const Origin = "gardener-extension-firewall"
+
+// AgentShootRoleName is the agent's Role in the shoot's `firewall` namespace.
+const AgentShootRoleName = "firewall-agent"
+
+// AgentShootClusterRoleName is the agent's ClusterRole in the shoot: reading
+// Services.
+const AgentShootClusterRoleName = "firewall.metal-firewall.io:agent"
+
+// ShootObjects are the objects of the shoot ManagedResource. The CRDs and
+// the namespace are kept when the ManagedResource goes, so that the shoot
+// owner's policies outlive disabling and re-enabling the extension.
+func ShootObjects() ([]client.Object, error) {
+	keep := map[string]string{resourcesv1alpha1.KeepObject: "true"}
+	var objects []client.Object
+	docs, err := crds.Shoot()
+	if err != nil {
+		return nil, err
+	}
+	for _, doc := range docs {
+		crd := &apiextensionsv1.CustomResourceDefinition{}
+		if err := yaml.UnmarshalStrict(doc, crd); err != nil {
+			return nil, fmt.Errorf("embedded shoot CRD: %w", err)
+		}
+		crd.Annotations = keep
+		objects = append(objects, crd)
+	}
+	ns := credentials.ShootNamespace
+	agent := rbacv1.Subject{Kind: rbacv1.ServiceAccountKind, Name: credentials.AgentServiceAccountName, Namespace: metav1.NamespaceSystem}
+	objects = append(objects,
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns, Annotations: keep}},
+		&rbacv1.Role{
+			ObjectMeta: metav1.ObjectMeta{Name: AgentShootRoleName, Namespace: ns},
+			Rules: []rbacv1.PolicyRule{
+				{APIGroups: []string{firewallv1alpha1.GroupName}, Resources: []string{"clusterwidenetworkpolicies"}, Verbs: []string{"get", "list", "watch"}},
+				// The agent reports per policy whether it enforces it.
+				{APIGroups: []string{firewallv1alpha1.GroupName}, Resources: []string{"clusterwidenetworkpolicies/status"}, Verbs: []string{"patch"}},
+				// One monitor per firewall, named after it; the names change
+				// with every rolling update, so no resourceNames.
+				{APIGroups: []string{firewallv1alpha1.GroupName}, Resources: []string{"firewallmonitors"}, Verbs: []string{"get", "create", "patch"}},
+				{APIGroups: []string{firewallv1alpha1.GroupName}, Resources: []string{"firewallmonitors/status"}, Verbs: []string{"patch"}},
+			},
+		},
+		&rbacv1.RoleBinding{
+			ObjectMeta: metav1.ObjectMeta{Name: AgentShootRoleName, Namespace: ns},
+			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: AgentShootRoleName},
+			Subjects:   []rbacv1.Subject{agent},
+		},
+		// LoadBalancer Services live in any namespace; the agent only reads them.
+		&rbacv1.ClusterRole{
+			ObjectMeta: metav1.ObjectMeta{Name: AgentShootClusterRoleName},
+			Rules:      []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"services"}, Verbs: []string{"list", "watch"}}},
+		},
+		&rbacv1.ClusterRoleBinding{
+			ObjectMeta: metav1.ObjectMeta{Name: AgentShootClusterRoleName},
+			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: AgentShootClusterRoleName},
+			Subjects:   []rbacv1.Subject{agent},
+		},
+	)
+	return objects, nil
+}
+
+// shootResources serializes ShootObjects for the ManagedResource's secret.
+func shootResources() (map[string][]byte, error) {
+	objects, err := ShootObjects()
+	if err != nil {
+		return nil, err
+	}
+	registry := managedresources.NewRegistry(kubernetes.ShootScheme, kubernetes.ShootCodec, kubernetes.ShootSerializer)
+	return registry.AddAllAndSerialize(objects...)
+}
+
+// reconcileShootResources writes the shoot ManagedResource.
+func (a *actuator) reconcileShootResources(ctx context.Context, namespace string) error {
+	data, err := shootResources()
+	if err != nil {
+		return err
+	}
+	if err := managedresources.CreateForShoot(ctx, a.client, namespace, ShootManagedResourceName, Origin, false, data); err != nil {
+		return fmt.Errorf("shoot ManagedResource: %w", err)
+	}
+	return nil
+}
+
+// releaseShootResources removes the shoot ManagedResource from this seed
+// and leaves its objects in the shoot: the agent keeps enforcing the
+// policies while the shoot's control plane moves.
+func (a *actuator) releaseShootResources(ctx context.Context, namespace string) error {
+	if err := managedresources.SetKeepObjects(ctx, a.client, namespace, ShootManagedResourceName, true); client.IgnoreNotFound(err) != nil {
+		return fmt.Errorf("keeping the shoot's objects: %w", err)
+	}
+	return a.deleteShootResources(ctx, namespace)
+}
+
+// deleteShootResources deletes the shoot ManagedResource; gardener-resource-
+// manager removes its objects from the shoot unless they are to be kept.
+func (a *actuator) deleteShootResources(ctx context.Context, namespace string) error {
+	if err := managedresources.Delete(ctx, a.client, namespace, ShootManagedResourceName, true); err != nil {
+		return fmt.Errorf("deleting the shoot ManagedResource: %w", err)
+	}
+	return nil
+}
