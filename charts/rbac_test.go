@@ -164,7 +164,7 @@ var _ = Describe("RBAC", func() {
 			{"extensions.gardener.cloud", "extensions/status", "patch update"},
 			{"extensions.gardener.cloud", "clusters", "get list watch"},
 			{"extensions.gardener.cloud", "infrastructures", "get list watch"},
-			{"resources.gardener.cloud", "managedresources", "get list watch create update delete"},
+			{"resources.gardener.cloud", "managedresources", "get list watch create update patch delete"},
 			{"", "secrets", "get list watch create update patch delete"},
 			{"firewall.metal-firewall.io", "firewalldeployments", "get list watch create update patch delete"},
 			{"firewall.metal-firewall.io", "firewallsets", "get list watch create update patch delete"},

@@ -41,6 +41,7 @@ import (
 	"github.com/metal-firewall/gardener-extension-firewall/cmd/gardener-extension-firewall/app"
 	firewallv1alpha1 "github.com/metal-firewall/gardener-extension-firewall/pkg/apis/firewall/v1alpha1"
 	aclcontroller "github.com/metal-firewall/gardener-extension-firewall/pkg/controller/acl"
+	firewallcontroller "github.com/metal-firewall/gardener-extension-firewall/pkg/controller/firewall"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/controller/firewall/credentials"
 	aclwebhook "github.com/metal-firewall/gardener-extension-firewall/pkg/webhook/acl"
 	"github.com/metal-firewall/gardener-extension-firewall/test/testenv"
@@ -235,6 +236,8 @@ var _ = Describe("The extension under the chart's RBAC", func() {
 			fw = fws[0]
 		}).Should(Succeed())
 		machineID := fw.Status.MachineStatus.MachineID
+		Expect(admin.Get(ctx, client.ObjectKey{Namespace: namespace, Name: firewallcontroller.ShootManagedResourceName}, &resourcesv1alpha1.ManagedResource{})).To(Succeed(),
+			"the shoot's CRDs and agent RBAC go through a ManagedResource")
 		Expect(admin.Get(ctx, client.ObjectKey{Name: firewallv1alpha1.AgentUserName(namespace, fw.Name)}, &rbacv1.ClusterRoleBinding{})).To(Succeed())
 		Expect(admin.Get(ctx, client.ObjectKey{Namespace: namespace, Name: firewallv1alpha1.AgentUserName(namespace, fw.Name)}, &rbacv1.Role{})).To(Succeed())
 
