@@ -188,7 +188,7 @@ var _ = Describe("firewall agent with the shoot source", func() {
 		Eventually(func() error {
 			_, err := dial(t.outside, "10.0.1.100", 30081, time.Second)
 			return err
-		}).WithTimeout(15 * time.Second).Should(HaveOccurred(), "no longer among the Service's sources")
+		}).WithTimeout(15*time.Second).Should(HaveOccurred(), "no longer among the Service's sources")
 
 		By("reporting the machine's heartbeat and counters in the FirewallMonitor")
 		Eventually(func(g Gomega) {
