@@ -15,23 +15,26 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
-// LastOperation reads the Extension and returns "<type> <state>" of its
-// last operation, "" when it has none or cannot be read.
-func LastOperation(ctx context.Context, c client.Client, ex *extensionsv1alpha1.Extension) string {
-	if err := c.Get(ctx, client.ObjectKeyFromObject(ex), ex); err != nil || ex.Status.LastOperation == nil {
+// LastOperation is "<type> <state>" of the Extension's last operation, ""
+// when it has none.
+func LastOperation(ex *extensionsv1alpha1.Extension) string {
+	if ex.Status.LastOperation == nil {
 		return ""
 	}
 	return fmt.Sprintf("%s %s", ex.Status.LastOperation.Type, ex.Status.LastOperation.State)
 }
 
-// WaitForLastOperation waits until the Extension's last operation matches.
+// WaitForLastOperation reads the Extension until its last operation matches.
 func WaitForLastOperation(ctx context.Context, c client.Client, ex *extensionsv1alpha1.Extension, want *regexp.Regexp, timeout time.Duration) error {
 	return WaitUntil(ctx, timeout, func(ctx context.Context) error {
-		if op := LastOperation(ctx, c, ex); !want.MatchString(op) {
+		if err := c.Get(ctx, client.ObjectKeyFromObject(ex), ex); err != nil {
+			return err
+		}
+		if op := LastOperation(ex); !want.MatchString(op) {
 			if ex.Status.LastError != nil {
-				return fmt.Errorf("Extension %s/%s: last operation %q, last error %q", ex.Namespace, ex.Name, op, ex.Status.LastError.Description)
+				return fmt.Errorf("extension %s/%s: last operation %q, last error %q", ex.Namespace, ex.Name, op, ex.Status.LastError.Description)
 			}
-			return fmt.Errorf("Extension %s/%s: last operation %q, want %s", ex.Namespace, ex.Name, op, want)
+			return fmt.Errorf("extension %s/%s: last operation %q, want %s", ex.Namespace, ex.Name, op, want)
 		}
 		return nil
 	})
@@ -66,10 +69,14 @@ func Migrate(ctx context.Context, c client.Client, ex *extensionsv1alpha1.Extens
 		return nil, fmt.Errorf("deleting the migrated Extension: %w", err)
 	}
 	return state, WaitUntil(ctx, timeout, func(ctx context.Context) error {
-		if err := c.Get(ctx, client.ObjectKeyFromObject(ex), ex); !apierrors.IsNotFound(err) {
-			return fmt.Errorf("migrated Extension %s/%s still exists (finalizers %v)", ex.Namespace, ex.Name, ex.Finalizers)
+		err := c.Get(ctx, client.ObjectKeyFromObject(ex), ex)
+		switch {
+		case apierrors.IsNotFound(err):
+			return nil
+		case err != nil:
+			return err
 		}
-		return nil
+		return fmt.Errorf("migrated extension %s/%s still exists (finalizers %v)", ex.Namespace, ex.Name, ex.Finalizers)
 	})
 }
 

@@ -17,14 +17,19 @@ func WaitUntil(ctx context.Context, timeout time.Duration, check func(context.Co
 	defer cancel()
 	ticker := time.NewTicker(PollInterval)
 	defer ticker.Stop()
+	var last error
 	for {
 		err := check(ctx)
 		if err == nil {
 			return nil
 		}
+		// A check cut short by the deadline says nothing about what it checks.
+		if last == nil || ctx.Err() == nil {
+			last = err
+		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("still not done after %s: %w", timeout, err)
+			return fmt.Errorf("still not done after %s: %w", timeout, last)
 		case <-ticker.C:
 		}
 	}
