@@ -117,6 +117,10 @@ func (d *demo) deleteExtensions(ctx context.Context, s *seed) error {
 		}
 		released = fmt.Sprintf("; the extension released machine %s (namespace %s gone)", d.machine.ID, d.machine.NetNS)
 	}
-	d.n.say("Deleted the Extensions %s in %s%s", strings.Join(deleted, " and "), s.name, released)
+	what := "Extension " + deleted[0]
+	if len(deleted) > 1 {
+		what = "Extensions " + strings.Join(deleted, " and ")
+	}
+	d.n.say("Deleted %s in %s%s", what, s.name, released)
 	return nil
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -132,7 +133,9 @@ func (d *demo) summary(err error) {
 	for _, p := range proofs {
 		fmt.Println("  - " + p)
 	}
-	if err != nil {
+	if errors.Is(err, errInterrupted) {
+		fmt.Println("Not shown, because the demo was interrupted:")
+	} else if err != nil {
 		fmt.Println("Not shown, because of the failure above:")
 		for _, s := range d.steps[d.done:] {
 			fmt.Println("  - " + s)

@@ -39,6 +39,8 @@ func command(args []string) int {
 	}
 }
 
+var errInterrupted = errors.New("interrupted")
+
 func downMain() int {
 	say := func(format string, args ...any) { fmt.Printf(format+"\n", args...) }
 	found, err := sweep(anyRun(), say)
@@ -76,10 +78,11 @@ func demoMain() int {
 
 	err = d.play(ctx)
 	failed := err != nil
-	if failed {
-		if ctx.Err() != nil {
-			err = errors.New("interrupted")
-		}
+	switch {
+	case failed && ctx.Err() != nil:
+		err = errInterrupted
+		n.say("Interrupted.")
+	case failed:
 		d.failure(err)
 	}
 	d.summary(err)
