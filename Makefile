@@ -36,6 +36,25 @@ test:
 	KUBEBUILDER_ASSETS="$$assets" go test $(GO_TEST_FLAGS) $$(go list ./... | grep -v /test/e2e/) && \
 	KUBEBUILDER_ASSETS="$$assets" go test $(GO_TEST_FLAGS) ./test/e2e/...
 
+# The main job on this host, in plain sentences: seeds and a shoot built from
+# source, the extension, a firewall machine in a network namespace with the
+# real agent, the ACL, a control plane migration; then everything removed.
+# Root only (network namespaces).
+.PHONY: demo
+demo:
+	@if [ "$$(id -u)" != 0 ]; then echo "make demo needs root: it creates network namespaces and runs firewall agents in them (run it as root, e.g. sudo make demo)"; exit 1; fi
+	@echo "make demo: building or reusing the control-plane binaries (cached; about 13 minutes the first time on 2 cores)"
+	@assets="$$(hack/build-control-plane.sh)" && \
+	  echo "make demo: compiling the demo program (a few minutes the first time)" && \
+	  KUBEBUILDER_ASSETS="$$assets" go run ./test/demo
+
+# Removes what an interrupted demo left behind (fwdemo-* processes, network
+# namespaces with their veth links, folders); says so when nothing is left.
+.PHONY: demo-down
+demo-down:
+	@if [ "$$(id -u)" != 0 ]; then echo "make demo-down needs root: it removes network namespaces"; exit 1; fi
+	@go run ./test/demo down
+
 .PHONY: test-unit
 test-unit:
 	go test $(GO_TEST_FLAGS) $$(go list ./... | grep -v /test/)

@@ -5,6 +5,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
+	"sync"
 	"syscall"
 	"time"
 )
@@ -67,7 +69,7 @@ func startProcess(path, logFile string, args ...string) (*process, error) {
 	cmd.Stdout, cmd.Stderr = log, log
 	// Die with the test process, even when it is killed.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
+	if err := startFromLastingThread(cmd); err != nil {
 		_ = log.Close()
 		return nil, fmt.Errorf("starting %s: %w", path, err)
 	}
@@ -82,6 +84,31 @@ func startProcess(path, logFile string, args ...string) (*process, error) {
 	case <-time.After(2 * time.Second):
 		return p, nil
 	}
+}
+
+// The kernel sends Pdeathsig when the thread that forked the child exits,
+// not the process; and Go ends a thread when a goroutine that locked it
+// exits, as netns.NS.Do does after entering a namespace. A child forked on
+// such a thread was killed at a random later moment (a seed's
+// kube-controller-manager stopped signing CSRs mid-test). So children are
+// forked on one thread that stays locked, and lives, as long as the process.
+var (
+	forkOnce sync.Once
+	forks    = make(chan func())
+)
+
+func startFromLastingThread(cmd *exec.Cmd) error {
+	forkOnce.Do(func() {
+		go func() {
+			runtime.LockOSThread()
+			for f := range forks {
+				f()
+			}
+		}()
+	})
+	errc := make(chan error, 1)
+	forks <- func() { errc <- cmd.Start() }
+	return <-errc
 }
 
 func (p *process) stop() error {

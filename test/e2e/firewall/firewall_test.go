@@ -8,28 +8,18 @@ import (
 	"path/filepath"
 	"time"
 
-	v1beta1constants "github.com/gardener/gardener/pkg/apis/core/v1beta1/constants"
-	extensionsv1alpha1 "github.com/gardener/gardener/pkg/apis/extensions/v1alpha1"
-	"github.com/gardener/gardener/pkg/client/kubernetes"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/manager"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	firewallv1alpha1 "github.com/metal-firewall/gardener-extension-firewall/pkg/apis/firewall/v1alpha1"
-	"github.com/metal-firewall/gardener-extension-firewall/pkg/controller/csrapprover"
-	firewallcontroller "github.com/metal-firewall/gardener-extension-firewall/pkg/controller/firewall"
-	firewallmanager "github.com/metal-firewall/gardener-extension-firewall/pkg/controller/manager"
-	managerfirewall "github.com/metal-firewall/gardener-extension-firewall/pkg/controller/manager/firewall"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/controller/manager/machine/local"
+	"github.com/metal-firewall/gardener-extension-firewall/test/framework"
 	"github.com/metal-firewall/gardener-extension-firewall/test/netns"
-	"github.com/metal-firewall/gardener-extension-firewall/test/testenv"
 )
 
 // The whole firewall job on one host: a real seed, the extension with the
@@ -40,13 +30,8 @@ var _ = Describe("Firewall extension end to end", func() {
 		dir := GinkgoT().TempDir()
 
 		By("starting a seed whose kube-controller-manager signs certificates")
-		seed, err := testenv.Start(testenv.Options{Name: "seed", CRDDirectoryPaths: testenv.SeedCRDPaths(), ControllerManager: true})
-		Expect(err).NotTo(HaveOccurred())
-		DeferCleanup(func() { Expect(seed.Stop()).To(Succeed()) })
-		scheme := runtime.NewScheme()
-		Expect(kubernetes.AddSeedSchemeToScheme(scheme)).To(Succeed())
-		Expect(firewallv1alpha1.AddToScheme(scheme)).To(Succeed())
-		c, err := client.New(seed.Config, client.Options{Scheme: scheme})
+		seed := startControlPlane(framework.StartSeed, "seed")
+		c, err := framework.SeedClient(seed)
 		Expect(err).NotTo(HaveOccurred())
 
 		By("running the extension with the local machine provider")
@@ -61,36 +46,19 @@ var _ = Describe("Firewall extension end to end", func() {
 				_ = exec.Command("ip", "netns", "delete", ns).Run()
 			}
 		})
-		mgr, err := manager.New(seed.Config, manager.Options{Scheme: scheme, Metrics: metricsserver.Options{BindAddress: "0"}})
-		Expect(err).NotTo(HaveOccurred())
-		Expect(firewallcontroller.AddToManagerWithOptions(ctx, mgr, firewallcontroller.AddOptions{})).To(Succeed())
-		Expect((&csrapprover.Reconciler{}).AddToManager(mgr)).To(Succeed())
-		Expect(firewallmanager.AddToManager(mgr, firewallmanager.Options{
-			Provider: provider, HeartbeatTimeout: time.Minute,
-			Bootstrap: &managerfirewall.Bootstrap{Server: seed.Config.Host, CAData: seed.Config.CAData, SecretNames: []string{firewallcontroller.ShootAccessSecretName}},
-		})).To(Succeed())
-		mgrCtx, cancel := context.WithCancel(context.Background())
-		done := make(chan struct{})
-		go func() {
-			defer GinkgoRecover()
-			defer close(done)
-			Expect(mgr.Start(mgrCtx)).To(Succeed())
-		}()
-		DeferCleanup(func() { cancel(); <-done })
+		// The seed stands in for the shoot: the agent only keeps its kubeconfig.
+		stop := startExtension(seed, seed, provider)
+		DeferCleanup(func() { stop() })
 
 		By("enabling the firewall extension for a shoot")
 		namespace := "shoot--e2e--" + id
-		// The seed stands in for the shoot: the agent only keeps its kubeconfig.
 		prepareShootNamespace(ctx, c, namespace, seed)
-		ex := &extensionsv1alpha1.Extension{
-			ObjectMeta: metav1.ObjectMeta{Name: "firewall", Namespace: namespace, Annotations: map[string]string{v1beta1constants.GardenerOperation: v1beta1constants.GardenerOperationReconcile}},
-			Spec: extensionsv1alpha1.ExtensionSpec{DefaultSpec: extensionsv1alpha1.DefaultSpec{Type: "firewall", ProviderConfig: &runtime.RawExtension{Raw: []byte(
-				`{"size":"local","image":"local","partition":"local","project":"e2e","networks":["internet"],"internalPrefixes":["10.250.0.0/16"]}`)}}},
-		}
-		Expect(c.Create(ctx, ex)).To(Succeed())
+		ex, err := framework.Reconcile(ctx, c, namespace, "firewall",
+			[]byte(`{"size":"local","image":"local","partition":"local","project":"e2e","networks":["internet"],"internalPrefixes":["10.250.0.0/16"]}`))
+		Expect(err).NotTo(HaveOccurred())
 
 		By("letting the machine reach the seed as a real firewall reaches its seed's endpoint")
-		machineNetNS := waitForMachine(stateDir).NetNS
+		machineNetNS := waitForMachine(ctx, stateDir).NetNS
 		fwdCtx, stopForward := context.WithCancel(context.Background())
 		DeferCleanup(stopForward)
 		Expect((&netns.NS{Name: machineNetNS}).ForwardLoopback(fwdCtx, portOf(seed.Config.Host))).To(Succeed())

@@ -41,6 +41,9 @@ type Options struct {
 	// and ext0 links lead to; they are created when missing.
 	InternalNetNS string
 	ExternalNetNS string
+	// NetNSPrefix starts the name of each machine's namespace (default
+	// "fw-"), so that a setup can find and remove its own machines.
+	NetNSPrefix string
 }
 
 // Provider implements machine.Provider with network namespaces.
@@ -55,6 +58,7 @@ var _ machine.Provider = &Provider{}
 const (
 	DefaultStateDir    = "/var/lib/gardener-extension-firewall/local-machines"
 	DefaultAgentConfig = "/etc/firewall-agent/config.yaml"
+	DefaultNetNSPrefix = "fw-"
 	agentInRoot        = "/usr/local/bin/firewall-agent"
 	recordFile         = "machine.json"
 )
@@ -66,6 +70,9 @@ func New(opts Options) (*Provider, error) {
 	}
 	if opts.AgentConfig == "" {
 		opts.AgentConfig = DefaultAgentConfig
+	}
+	if opts.NetNSPrefix == "" {
+		opts.NetNSPrefix = DefaultNetNSPrefix
 	}
 	if opts.InternalNetNS == "" || opts.ExternalNetNS == "" {
 		return nil, errors.New("local provider: internal and external namespace names are required")
@@ -168,7 +175,7 @@ func (p *Provider) Create(_ context.Context, fw *firewallv1alpha1.Firewall, user
 		return nil, err
 	}
 	short := hex.EncodeToString(suffix)
-	rec := &record{ID: "local-" + short, Name: fw.Name, Tags: machine.Tags(fw), NetNS: "fw-" + short, AllocatedAt: time.Now().UTC().Truncate(time.Second)}
+	rec := &record{ID: "local-" + short, Name: fw.Name, Tags: machine.Tags(fw), NetNS: p.opts.NetNSPrefix + short, AllocatedAt: time.Now().UTC().Truncate(time.Second)}
 	defer func() {
 		if err != nil {
 			_ = p.destroy(rec)

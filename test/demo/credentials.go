@@ -1,0 +1,234 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	certificatesv1 "k8s.io/api/certificates/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/client-go/tools/clientcmd"
+	bootstraptokenapi "k8s.io/cluster-bootstrap/token/api"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	firewallv1alpha1 "github.com/metal-firewall/gardener-extension-firewall/pkg/apis/firewall/v1alpha1"
+	firewallcontroller "github.com/metal-firewall/gardener-extension-firewall/pkg/controller/firewall"
+	managerfirewall "github.com/metal-firewall/gardener-extension-firewall/pkg/controller/manager/firewall"
+	"github.com/metal-firewall/gardener-extension-firewall/test/framework"
+)
+
+// onMachine is the path of a file of the agent's on the machine's disk.
+func (d *demo) onMachine(path string) string {
+	return filepath.Join(framework.MachineRoot(d.stateDir, d.machine), path)
+}
+
+// showCredential checks how the agent authenticates at the seed: the seed
+// kubeconfig it wrote on the machine holds a client certificate that the
+// seed's client CA signed for this firewall, with the key beside it, no
+// token; and the certificate is the one issued for a CSR in the seed that
+// the firewall's bootstrap token requested and the extension approved.
+func (d *demo) showCredential(ctx context.Context, s *seed, fwName string) error {
+	path := firewallcontroller.AgentSeedKubeconfigPath
+	info, err := os.Stat(d.onMachine(path))
+	if err != nil {
+		return err
+	}
+	if info.Mode().Perm() != 0o600 {
+		return fmt.Errorf("%s has mode %o, want 0600", path, info.Mode().Perm())
+	}
+	cfg, err := clientcmd.LoadFromFile(d.onMachine(path))
+	if err != nil {
+		return err
+	}
+	kctx := cfg.Contexts[cfg.CurrentContext]
+	if kctx == nil || cfg.Clusters[kctx.Cluster] == nil || cfg.AuthInfos[kctx.AuthInfo] == nil {
+		return fmt.Errorf("%s has no complete current context", path)
+	}
+	if server := cfg.Clusters[kctx.Cluster].Server; server != s.cp.Config.Host {
+		return fmt.Errorf("%s names server %s, not %s (%s)", path, server, s.cp.Config.Host, s.name)
+	}
+	auth := cfg.AuthInfos[kctx.AuthInfo]
+	if auth.Token != "" || auth.TokenFile != "" || auth.Username != "" {
+		return fmt.Errorf("%s holds a token or password", path)
+	}
+	if _, err := tls.X509KeyPair(auth.ClientCertificateData, auth.ClientKeyData); err != nil {
+		return fmt.Errorf("%s: certificate and key do not belong together: %w", path, err)
+	}
+	cert, err := parseCertificate(auth.ClientCertificateData)
+	if err != nil {
+		return err
+	}
+	wantCN := firewallv1alpha1.AgentUserName(shootNamespace, fwName)
+	if cert.Subject.CommonName != wantCN {
+		return fmt.Errorf("certificate CN %q, want %q", cert.Subject.CommonName, wantCN)
+	}
+	roots := x509.NewCertPool()
+	roots.AppendCertsFromPEM(s.cp.CACertificate())
+	if _, err := cert.Verify(x509.VerifyOptions{Roots: roots, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}); err != nil {
+		return fmt.Errorf("the certificate is not one of %s's client CA: %w", s.name, err)
+	}
+
+	csr, err := csrIssuing(ctx, s.c, cert)
+	if err != nil {
+		return err
+	}
+	approved := approval(csr)
+	if approved == nil {
+		return fmt.Errorf("CSR %s issued a certificate but is not approved", csr.Name)
+	}
+	if !strings.HasPrefix(csr.Spec.Username, "system:bootstrap:") {
+		return fmt.Errorf("CSR %s was requested by %s, not by a bootstrap token", csr.Name, csr.Spec.Username)
+	}
+	d.n.say("CSR %s in %s: requested by %s (the firewall's bootstrap token) for CN=%s, signer %s; %s by the extension's approver (%s); the certificate issued by kube-controller-manager",
+		csr.Name, s.name, csr.Spec.Username, wantCN, csr.Spec.SignerName, approved.Type, approved.Message)
+	d.n.say("The agent's seed kubeconfig on the machine (%s, mode 0600) holds that certificate (valid until %s, verified against %s's client CA) and the key the agent generated; no token",
+		path, cert.NotAfter.Format(time.DateTime), s.name)
+	return nil
+}
+
+// csrIssuing finds the seed's CSR whose issued certificate is cert.
+func csrIssuing(ctx context.Context, c client.Client, cert *x509.Certificate) (*certificatesv1.CertificateSigningRequest, error) {
+	list := &certificatesv1.CertificateSigningRequestList{}
+	if err := c.List(ctx, list); err != nil {
+		return nil, err
+	}
+	for i := range list.Items {
+		issued, err := parseCertificate(list.Items[i].Status.Certificate)
+		if err == nil && bytes.Equal(issued.Raw, cert.Raw) {
+			return &list.Items[i], nil
+		}
+	}
+	return nil, fmt.Errorf("no CSR in the seed issued the agent's certificate (serial %s)", cert.SerialNumber)
+}
+
+func approval(csr *certificatesv1.CertificateSigningRequest) *certificatesv1.CertificateSigningRequestCondition {
+	for i, c := range csr.Status.Conditions {
+		if c.Type == certificatesv1.CertificateApproved && c.Status == corev1.ConditionTrue {
+			return &csr.Status.Conditions[i]
+		}
+	}
+	return nil
+}
+
+func parseCertificate(data []byte) (*x509.Certificate, error) {
+	block, _ := pem.Decode(data)
+	if block == nil {
+		return nil, errors.New("no PEM certificate")
+	}
+	return x509.ParseCertificate(block.Bytes)
+}
+
+// showBootstrapTokenGone checks that the seed deleted the bootstrap token
+// once the agent reported in, so that the bootstrap kubeconfig still on the
+// machine no longer authenticates.
+func (d *demo) showBootstrapTokenGone(ctx context.Context, s *seed) error {
+	if err := d.n.waitFor(ctx, "the bootstrap token's deletion in "+s.name, time.Minute, func(ctx context.Context) error {
+		tokens, err := framework.AgentTokens(ctx, s.c, shootNamespace)
+		if err != nil {
+			return err
+		}
+		if len(tokens) > 0 {
+			return fmt.Errorf("%d bootstrap token Secrets left", len(tokens))
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
+	path := managerfirewall.BootstrapKubeconfigPath
+	cfg, err := clientcmd.BuildConfigFromFlags("", d.onMachine(path))
+	if err != nil {
+		return err
+	}
+	c, err := client.New(cfg, client.Options{})
+	if err != nil {
+		return err
+	}
+	// kube-apiserver sees the deletion through its informer, a moment later.
+	var status apierrors.APIStatus
+	if err := d.n.waitFor(ctx, "the bootstrap token's refusal by "+s.name, 30*time.Second, func(ctx context.Context) error {
+		err := c.List(ctx, &corev1.NamespaceList{})
+		switch {
+		case err == nil:
+			return errors.New("the bootstrap kubeconfig on the machine still authenticates")
+		case !apierrors.IsUnauthorized(err) || !errors.As(err, &status):
+			return fmt.Errorf("the bootstrap kubeconfig on the machine must be refused with 401 Unauthorized: %w", err)
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
+	d.n.say("The bootstrap token is deleted from %s: the bootstrap kubeconfig left on the machine (%s) now gets %d %s",
+		s.name, path, status.Status().Code, status.Status().Reason)
+	return nil
+}
+
+// showBootstrapCredential checks what a new machine holds: a bootstrap
+// kubeconfig whose token is one of the seed's short-lived bootstrap tokens
+// for this shoot, and no seed kubeconfig yet.
+func (d *demo) showBootstrapCredential(ctx context.Context, s *seed) error {
+	if _, err := os.Stat(d.onMachine(firewallcontroller.AgentSeedKubeconfigPath)); err == nil {
+		return fmt.Errorf("a new machine must not hold %s yet", firewallcontroller.AgentSeedKubeconfigPath)
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	cfg, err := clientcmd.BuildConfigFromFlags("", d.onMachine(managerfirewall.BootstrapKubeconfigPath))
+	if err != nil {
+		return err
+	}
+	id, _, ok := strings.Cut(cfg.BearerToken, ".")
+	if !ok || cfg.Host != s.cp.Config.Host {
+		return fmt.Errorf("%s holds no bootstrap token for %s", managerfirewall.BootstrapKubeconfigPath, s.name)
+	}
+	tokens, err := framework.AgentTokens(ctx, s.c, shootNamespace)
+	if err != nil {
+		return err
+	}
+	for _, t := range tokens {
+		if string(t.Data[bootstraptokenapi.BootstrapTokenIDKey]) != id {
+			continue
+		}
+		expiration, err := time.Parse(time.RFC3339, string(t.Data[bootstraptokenapi.BootstrapTokenExpirationKey]))
+		if err != nil {
+			return fmt.Errorf("bootstrap token %s: %w", id, err)
+		}
+		d.n.say("Its only credential is %s: bootstrap token %s of %s, which expires at %s (in %.0f min)",
+			managerfirewall.BootstrapKubeconfigPath, id, s.name, expiration.Local().Format(time.TimeOnly), time.Until(expiration).Minutes())
+		return nil
+	}
+	return fmt.Errorf("the machine's bootstrap token %s is not one of %s's bootstrap tokens for the shoot", id, s.name)
+}
+
+// showSeedRefuses checks that a seed no longer lets the agent in with the
+// certificate it holds.
+func (d *demo) showSeedRefuses(ctx context.Context, s *seed, fwName string) error {
+	cfg, err := clientcmd.BuildConfigFromFlags("", d.onMachine(firewallcontroller.AgentSeedKubeconfigPath))
+	if err != nil {
+		return err
+	}
+	if cfg.Host != s.cp.Config.Host {
+		return fmt.Errorf("the agent's seed kubeconfig names %s, not %s", cfg.Host, s.name)
+	}
+	c, err := client.New(cfg, client.Options{Scheme: framework.SeedScheme})
+	if err != nil {
+		return err
+	}
+	err = c.Get(ctx, client.ObjectKey{Namespace: shootNamespace, Name: fwName}, &firewallv1alpha1.Firewall{})
+	var status apierrors.APIStatus
+	switch {
+	case err == nil:
+		return fmt.Errorf("%s still lets the agent read its Firewall", s.name)
+	case !apierrors.IsForbidden(err) || !errors.As(err, &status):
+		return fmt.Errorf("%s must refuse the agent's certificate with 403 Forbidden: %w", s.name, err)
+	}
+	d.n.say("The agent's certificate no longer works at %s: reading its Firewall with it gets %d %s", s.name, status.Status().Code, status.Status().Reason)
+	return nil
+}

@@ -1,0 +1,156 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os/exec"
+	"regexp"
+	"strconv"
+	"strings"
+)
+
+// agentTable is the nftables table the agent owns on the machine.
+const agentTable = "inet firewall-agent"
+
+// showEnforcement shows the agent's rules in the machine and what they do
+// to real connections.
+func (d *demo) showEnforcement(_ context.Context) error {
+	ruleset, err := d.agentRuleset()
+	if err != nil {
+		return err
+	}
+	if !strings.Contains(ruleset, shootNodes) {
+		return fmt.Errorf("the agent's table does not hold the internal prefix %s from the providerConfig:\n%s", shootNodes, ruleset)
+	}
+	d.n.say("The agent programmed table %s in the machine's namespace (`ip netns exec %s nft list table %s`), excerpt:", agentTable, d.machine.NetNS, agentTable)
+	d.n.detail(excerpt(ruleset))
+
+	before, err := dropCounter(ruleset)
+	if err != nil {
+		return err
+	}
+	if err := d.droppedFromOutside(); err != nil {
+		return err
+	}
+	ruleset, err = d.agentRuleset()
+	if err != nil {
+		return err
+	}
+	after, err := dropCounter(ruleset)
+	if err != nil {
+		return err
+	}
+	if after <= before {
+		return fmt.Errorf("the agent's drop rule counted no packet (%d before, %d after)", before, after)
+	}
+	d.n.say("A new connection from outside (%s) to the node's %s now gets no answer within 2 s: dropped (it connected before the rules); the agent's drop rule counted %d packets of it",
+		d.wiring.Outside, d.nodeAddr(), after-before)
+	if err := d.kept.Echo("while seed A manages the firewall"); err != nil {
+		return fmt.Errorf("the connection opened before the rules: %w", err)
+	}
+	d.n.say("The node's connection to %s, opened before the rules, still carries data: established connections stay accepted", d.outsideAddr())
+	d.n.proved("the agent enforces its rules inside the machine: a new connection from outside is dropped, an established one is kept")
+	return nil
+}
+
+var dropRule = regexp.MustCompile(`counter packets (\d+) bytes \d+ drop comment "drop `)
+
+// dropCounter reads the packet counter of the agent's final drop rule.
+func dropCounter(ruleset string) (int, error) {
+	m := dropRule.FindStringSubmatch(ruleset)
+	if m == nil {
+		return 0, fmt.Errorf("no counted drop rule in the agent's table:\n%s", ruleset)
+	}
+	return strconv.Atoi(m[1])
+}
+
+func (d *demo) agentRuleset() (string, error) {
+	out, err := exec.Command("ip", append([]string{"netns", "exec", d.machine.NetNS, "nft", "list", "table"}, strings.Fields(agentTable)...)...).CombinedOutput()
+	if err != nil {
+		return "", fmt.Errorf("nft list table %s: %w: %s", agentTable, err, out)
+	}
+	return string(out), nil
+}
+
+// excerpt keeps what says what a ruleset does: the sets that hold
+// elements, the chains with their hooks and policies, and their rules, where
+// the rules that only look up empty policy sets are counted, not listed.
+func excerpt(ruleset string) string {
+	blocks := nftBlocks(ruleset)
+	empty := map[string]bool{}
+	var out []string
+	for _, b := range blocks {
+		if strings.HasPrefix(b.header, "set ") && !strings.Contains(strings.Join(b.body, "\n"), "elements") {
+			empty["@"+strings.Fields(b.header)[1]] = true
+		}
+	}
+	if len(blocks) > 0 {
+		out = append(out, blocks[0].outer)
+	}
+	for _, b := range blocks {
+		if empty["@"+strings.Fields(b.header)[1]] {
+			continue
+		}
+		out = append(out, "\t"+b.header)
+		skipped := 0
+		for _, line := range b.body {
+			if looksUpOnly(line, empty) {
+				skipped++
+				continue
+			}
+			if skipped > 0 {
+				out = append(out, fmt.Sprintf("\t\t... %d rules that look up empty sets, left out", skipped))
+				skipped = 0
+			}
+			out = append(out, "\t\t"+strings.TrimSpace(line))
+		}
+		if skipped > 0 {
+			out = append(out, fmt.Sprintf("\t\t... %d rules that look up empty sets, left out", skipped))
+		}
+		out = append(out, "\t}")
+	}
+	out = append(out, "}", fmt.Sprintf("(%d empty sets left out)", len(empty)))
+	return strings.ReplaceAll(strings.Join(out, "\n"), "\t", "  ")
+}
+
+// looksUpOnly tells whether a rule accepts only what an empty set holds.
+func looksUpOnly(rule string, empty map[string]bool) bool {
+	for _, f := range strings.Fields(rule) {
+		if strings.HasPrefix(f, "@") && empty[f] {
+			return true
+		}
+	}
+	return false
+}
+
+// nftBlock is one set or chain of `nft list table` output.
+type nftBlock struct {
+	outer  string
+	header string
+	body   []string
+}
+
+// nftBlocks splits `nft list table` output (one table, blocks one level
+// deep, each closed by a line holding only "}") into its sets and chains.
+func nftBlocks(ruleset string) []nftBlock {
+	var (
+		out   []nftBlock
+		outer string
+		cur   *nftBlock
+	)
+	for _, line := range strings.Split(ruleset, "\n") {
+		t := strings.TrimSpace(line)
+		switch {
+		case strings.HasPrefix(t, "table "):
+			outer = t
+		case cur == nil && (strings.HasPrefix(t, "set ") || strings.HasPrefix(t, "chain ") || strings.HasPrefix(t, "map ")):
+			cur = &nftBlock{outer: outer, header: t}
+		case cur != nil && t == "}":
+			out = append(out, *cur)
+			cur = nil
+		case cur != nil && t != "":
+			cur.body = append(cur.body, line)
+		}
+	}
+	return out
+}

@@ -1,0 +1,76 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"os/exec"
+	"time"
+
+	"github.com/metal-firewall/gardener-extension-firewall/test/framework"
+)
+
+// Ports of the echo servers: outside (behind the machine's ext0) and on the
+// shoot's node (behind int0).
+const (
+	outsidePort = "7000"
+	nodePort    = "8080"
+)
+
+func (d *demo) outsideAddr() string { return net.JoinHostPort(d.wiring.Outside, outsidePort) }
+func (d *demo) nodeAddr() string    { return net.JoinHostPort(d.wiring.Node, nodePort) }
+
+// startEchoServers runs a server outside and one on the node.
+func (d *demo) startEchoServers() error {
+	for _, s := range []struct{ netns, addr string }{
+		{d.wiring.ExternalNetNS, d.outsideAddr()},
+		{d.wiring.InternalNetNS, d.nodeAddr()},
+	} {
+		l, err := framework.StartEchoServer(s.netns, s.addr)
+		if err != nil {
+			return err
+		}
+		d.listeners = append(d.listeners, l)
+	}
+	return nil
+}
+
+// trackConnectionsFromBoot loads a base table into the machine, as a
+// firewall image's base ruleset does: it accepts everything but makes the
+// kernel track connections from their first packet, so that one opened
+// before the agent's rules counts as established under them. The agent
+// leaves other tables alone.
+func (d *demo) trackConnectionsFromBoot() error {
+	out, err := exec.Command("ip", "netns", "exec", d.machine.NetNS, "nft",
+		"add table inet boot; add chain inet boot forward { type filter hook forward priority -10; policy accept; }; add rule inet boot forward ct state established counter").CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("nft: %w: %s", err, out)
+	}
+	return nil
+}
+
+// connectFromOutside opens a connection from the outside server's network
+// to the node and checks a line comes back.
+func (d *demo) connectFromOutside() error {
+	conn, err := framework.DialFrom(d.wiring.ExternalNetNS, d.nodeAddr(), 2*time.Second)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = conn.Close() }()
+	return framework.NewEchoConn(conn).Echo("hello from outside")
+}
+
+// droppedFromOutside checks that a new connection from outside to the node
+// gets no answer at all: dropped, not refused.
+func (d *demo) droppedFromOutside() error {
+	conn, err := framework.DialFrom(d.wiring.ExternalNetNS, d.nodeAddr(), 2*time.Second)
+	if err == nil {
+		_ = conn.Close()
+		return fmt.Errorf("a new connection from %s to %s was accepted", d.wiring.Outside, d.nodeAddr())
+	}
+	var netErr net.Error
+	if !errors.As(err, &netErr) || !netErr.Timeout() {
+		return fmt.Errorf("a new connection from %s to %s failed, but not by a drop: %w", d.wiring.Outside, d.nodeAddr(), err)
+	}
+	return nil
+}

@@ -1,0 +1,19 @@
+package framework
+
+import (
+	"github.com/metal-firewall/gardener-extension-firewall/test/testenv"
+)
+
+// StartSeed starts a seed's control plane: the seed CRDs (Gardener's, Istio's,
+// the firewall API's) and a kube-controller-manager that really signs the
+// agents' CSRs once the extension approves them.
+func StartSeed(name string) (*testenv.ControlPlane, error) {
+	return testenv.Start(testenv.Options{Name: name, CRDDirectoryPaths: testenv.SeedCRDPaths(), ControllerManager: true})
+}
+
+// StartShoot starts a shoot's control plane with the CRDs the extension
+// installs into shoots (ClusterwideNetworkPolicy, FirewallMonitor). Nothing
+// signs certificates there: the agent only holds a token for the shoot.
+func StartShoot(name string) (*testenv.ControlPlane, error) {
+	return testenv.Start(testenv.Options{Name: name, CRDDirectoryPaths: testenv.ShootCRDPaths()})
+}

@@ -1,0 +1,104 @@
+package framework
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	resourcesv1alpha1 "github.com/gardener/gardener/pkg/apis/resources/v1alpha1"
+	"github.com/gardener/gardener/pkg/controller/tokenrequestor"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/cluster"
+	"sigs.k8s.io/controller-runtime/pkg/config"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	aclcontroller "github.com/metal-firewall/gardener-extension-firewall/pkg/controller/acl"
+	"github.com/metal-firewall/gardener-extension-firewall/pkg/controller/csrapprover"
+	firewallcontroller "github.com/metal-firewall/gardener-extension-firewall/pkg/controller/firewall"
+	"github.com/metal-firewall/gardener-extension-firewall/pkg/controller/firewall/credentials"
+	firewallmanager "github.com/metal-firewall/gardener-extension-firewall/pkg/controller/manager"
+	managerfirewall "github.com/metal-firewall/gardener-extension-firewall/pkg/controller/manager/firewall"
+	"github.com/metal-firewall/gardener-extension-firewall/pkg/controller/manager/machine"
+	"github.com/metal-firewall/gardener-extension-firewall/test/testenv"
+)
+
+// ExtensionOptions say what StartExtension runs besides the firewall job.
+type ExtensionOptions struct {
+	// Provider makes the firewall machines. Give both seeds of a migration
+	// the same one: one infrastructure (as metal-api is) behind both.
+	Provider machine.Provider
+	// ACL, when set, also runs the acl controller with this operator config
+	// (without its webhook: the controller then deploys each shoot's own
+	// EnvoyFilter, which is enough where no Gardener EnvoyFilters exist).
+	ACL *aclcontroller.Config
+}
+
+// HeartbeatTimeout is how old an agent's last report may be for its
+// Firewall to count as connected; the agent reports every 10 s.
+const HeartbeatTimeout = time.Minute
+
+// StartExtension runs in the seed what a seed runs for this extension: the
+// extension (firewall controller, firewall manager with bootstrap
+// credentials and shoot delivery, CSR approver, optionally the acl
+// controller), and Gardener's own TokenRequestor, as the shoot's
+// gardener-resource-manager runs it. stop kills it and returns the
+// manager's error, if it failed.
+func StartExtension(seed, shoot *testenv.ControlPlane, opts ExtensionOptions) (stop func() error, err error) {
+	mgr, err := manager.New(seed.Config, manager.Options{
+		Scheme:     SeedScheme,
+		Metrics:    metricsserver.Options{BindAddress: "0"},
+		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
+	})
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	if err := addControllers(ctx, mgr, seed, shoot, opts); err != nil {
+		cancel()
+		return nil, err
+	}
+
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(ctx) }()
+	return func() error {
+		cancel()
+		if err := <-done; err != nil {
+			return fmt.Errorf("extension in %s: %w", seed.Name, err)
+		}
+		return nil
+	}, nil
+}
+
+func addControllers(ctx context.Context, mgr manager.Manager, seed, shoot *testenv.ControlPlane, opts ExtensionOptions) error {
+	if err := firewallcontroller.AddToManagerWithOptions(ctx, mgr, firewallcontroller.AddOptions{}); err != nil {
+		return err
+	}
+	if err := (&csrapprover.Reconciler{}).AddToManager(mgr); err != nil {
+		return err
+	}
+	if err := firewallmanager.AddToManager(mgr, firewallmanager.Options{
+		Provider: opts.Provider, HeartbeatTimeout: HeartbeatTimeout,
+		Bootstrap: &managerfirewall.Bootstrap{
+			Server: seed.Config.Host, CAData: seed.Config.CAData,
+			SecretNames: []string{firewallcontroller.ShootAccessSecretName},
+			Delivery:    &credentials.ShootDelivery{SeedClient: mgr.GetClient()},
+		},
+	}); err != nil {
+		return err
+	}
+	if opts.ACL != nil {
+		if err := aclcontroller.AddToManagerWithOptions(ctx, mgr, aclcontroller.AddOptions{Config: *opts.ACL}); err != nil {
+			return err
+		}
+	}
+	shootCluster, err := cluster.New(shoot.Config, func(o *cluster.Options) { o.Scheme = clientgoscheme.Scheme })
+	if err != nil {
+		return err
+	}
+	if err := mgr.Add(shootCluster); err != nil {
+		return err
+	}
+	return (&tokenrequestor.Reconciler{Class: ptr.To(resourcesv1alpha1.ResourceManagerClassShoot)}).AddToManager(mgr, mgr, shootCluster)
+}

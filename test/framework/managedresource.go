@@ -1,0 +1,33 @@
+package framework
+
+import (
+	"context"
+
+	resourcesv1alpha1 "github.com/gardener/gardener/pkg/apis/resources/v1alpha1"
+	"github.com/gardener/gardener/pkg/client/kubernetes"
+	"github.com/gardener/gardener/pkg/utils/managedresources"
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// ManagedResourceObjects decodes the objects a seed ManagedResource carries:
+// what gardener-resource-manager would apply (it does not run here).
+func ManagedResourceObjects(ctx context.Context, c client.Client, namespace, name string) ([]client.Object, error) {
+	mr := &resourcesv1alpha1.ManagedResource{}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, mr); err != nil {
+		return nil, err
+	}
+	var objs []client.Object
+	for _, ref := range mr.Spec.SecretRefs {
+		secret := &corev1.Secret{}
+		if err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: ref.Name}, secret); err != nil {
+			return nil, err
+		}
+		o, err := managedresources.ExtractObjectsFromSecret(kubernetes.SeedCodec.UniversalDeserializer(), secret)
+		if err != nil {
+			return nil, err
+		}
+		objs = append(objs, o...)
+	}
+	return objs, nil
+}
