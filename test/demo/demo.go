@@ -71,12 +71,12 @@ type step struct {
 
 // play runs the steps in order. Each step checks what it shows; the first
 // failure ends the demo. A step needs only what the steps before it set
-// up, so another one (e.g. the shoot's ClusterwideNetworkPolicies, once the
-// agent reads them) can go in anywhere after the firewall is Ready.
+// up.
 func (d *demo) play(ctx context.Context) error {
 	steps := []step{
 		{"A local Gardener landscape: seed A, the shoot, the extension", d.startLandscape},
 		{"The shoot's firewall", d.bringUpFirewall},
+		{"The shoot owner's ClusterwideNetworkPolicy", d.applyPolicy},
 		{"What the firewall enforces", d.showEnforcement},
 		{"The shoot's kube-apiserver ACL", d.enableACL},
 		{"Control plane migration from seed A to seed B", d.migrate},

@@ -56,9 +56,6 @@ func (d *demo) bringUpFirewall(ctx context.Context) error {
 	d.n.say("Wired: a node %s behind the machine (%s), a server %s outside it; echo servers on %s and %s",
 		d.wiring.Node, d.wiring.NodesCIDR, d.wiring.Outside, d.nodeAddr(), d.outsideAddr())
 
-	if err := d.trackConnectionsFromBoot(); err != nil {
-		return err
-	}
 	conn, err := framework.DialFrom(d.wiring.InternalNetNS, d.outsideAddr(), 5*time.Second)
 	if err != nil {
 		return fmt.Errorf("the node's connection to the outside server: %w", err)
@@ -67,7 +64,7 @@ func (d *demo) bringUpFirewall(ctx context.Context) error {
 	if err := d.kept.Echo("before the firewall enforces"); err != nil {
 		return err
 	}
-	d.n.say("Before the agent enforces anything (the machine's base table only tracks connections): the node opened a TCP connection to %s and got its line back", d.outsideAddr())
+	d.n.say("Before the agent enforces anything: the node opened a TCP connection to %s and got its line back", d.outsideAddr())
 	if err := d.connectFromOutside(); err != nil {
 		return fmt.Errorf("before the agent enforces, a connection from outside must connect: %w", err)
 	}

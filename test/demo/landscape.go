@@ -6,7 +6,6 @@ import (
 	"os"
 	"path/filepath"
 
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/klog/v2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -63,7 +62,7 @@ func (d *demo) startLandscape(ctx context.Context) error {
 		return err
 	}
 	d.n.say("The shoot's API serves at %s", d.shoot.Config.Host)
-	if d.shootClient, err = client.NewWithWatch(d.shoot.Config, client.Options{Scheme: clientgoscheme.Scheme}); err != nil {
+	if d.shootClient, err = client.NewWithWatch(d.shoot.Config, client.Options{Scheme: framework.ShootScheme}); err != nil {
 		return err
 	}
 

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"os/exec"
 	"time"
 
 	"github.com/metal-firewall/gardener-extension-firewall/test/framework"
@@ -31,20 +30,6 @@ func (d *demo) startEchoServers() error {
 			return err
 		}
 		d.listeners = append(d.listeners, l)
-	}
-	return nil
-}
-
-// trackConnectionsFromBoot loads a base table into the machine, as a
-// firewall image's base ruleset does: it accepts everything but makes the
-// kernel track connections from their first packet, so that one opened
-// before the agent's rules counts as established under them. The agent
-// leaves other tables alone.
-func (d *demo) trackConnectionsFromBoot() error {
-	out, err := exec.Command("ip", "netns", "exec", d.machine.NetNS, "nft",
-		"add table inet boot; add chain inet boot forward { type filter hook forward priority -10; policy accept; }; add rule inet boot forward ct state established counter").CombinedOutput()
-	if err != nil {
-		return fmt.Errorf("nft: %w: %s", err, out)
 	}
 	return nil
 }

@@ -11,9 +11,10 @@ func StartSeed(name string) (*testenv.ControlPlane, error) {
 	return testenv.Start(testenv.Options{Name: name, CRDDirectoryPaths: testenv.SeedCRDPaths(), ControllerManager: true})
 }
 
-// StartShoot starts a shoot's control plane with the CRDs the extension
-// installs into shoots (ClusterwideNetworkPolicy, FirewallMonitor). Nothing
-// signs certificates there: the agent only holds a token for the shoot.
+// StartShoot starts a shoot's control plane, empty: the CRDs the agent
+// needs there come through the extension's shoot ManagedResource, as in a
+// real shoot. Nothing signs certificates there: the agent only holds a
+// token for the shoot.
 func StartShoot(name string) (*testenv.ControlPlane, error) {
-	return testenv.Start(testenv.Options{Name: name, CRDDirectoryPaths: testenv.ShootCRDPaths()})
+	return testenv.Start(testenv.Options{Name: name})
 }

@@ -5,9 +5,13 @@ import (
 	"fmt"
 	"time"
 
+	resourcemanagerconfigv1alpha1 "github.com/gardener/gardener/pkg/apis/config/resourcemanager/v1alpha1"
 	resourcesv1alpha1 "github.com/gardener/gardener/pkg/apis/resources/v1alpha1"
+	"github.com/gardener/gardener/pkg/client/kubernetes"
 	"github.com/gardener/gardener/pkg/controller/tokenrequestor"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"github.com/gardener/gardener/pkg/resourcemanager/controller/managedresource"
+	resourcemanagerpredicate "github.com/gardener/gardener/pkg/resourcemanager/predicate"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
 	"sigs.k8s.io/controller-runtime/pkg/config"
@@ -42,8 +46,8 @@ const HeartbeatTimeout = time.Minute
 // StartExtension runs in the seed what a seed runs for this extension: the
 // extension (firewall controller, firewall manager with bootstrap
 // credentials and shoot delivery, CSR approver, optionally the acl
-// controller), and Gardener's own TokenRequestor, as the shoot's
-// gardener-resource-manager runs it. stop kills it and returns the
+// controller), and Gardener's own TokenRequestor and ManagedResource
+// controllers, as the shoot's gardener-resource-manager runs them. stop kills it and returns the
 // manager's error, if it failed.
 func StartExtension(seed, shoot *testenv.ControlPlane, opts ExtensionOptions) (stop func() error, err error) {
 	mgr, err := manager.New(seed.Config, manager.Options{
@@ -93,12 +97,22 @@ func addControllers(ctx context.Context, mgr manager.Manager, seed, shoot *teste
 			return err
 		}
 	}
-	shootCluster, err := cluster.New(shoot.Config, func(o *cluster.Options) { o.Scheme = clientgoscheme.Scheme })
+	shootCluster, err := cluster.New(shoot.Config, func(o *cluster.Options) { o.Scheme = kubernetes.ShootScheme })
 	if err != nil {
 		return err
 	}
 	if err := mgr.Add(shootCluster); err != nil {
 		return err
 	}
-	return (&tokenrequestor.Reconciler{Class: ptr.To(resourcesv1alpha1.ResourceManagerClassShoot)}).AddToManager(mgr, mgr, shootCluster)
+	if err := (&tokenrequestor.Reconciler{Class: ptr.To(resourcesv1alpha1.ResourceManagerClassShoot)}).AddToManager(mgr, mgr, shootCluster); err != nil {
+		return err
+	}
+	// The shoot's gardener-resource-manager: it applies the extension's
+	// shoot ManagedResource (the agent's CRDs and RBAC) into the shoot.
+	return (&managedresource.Reconciler{
+		Config: resourcemanagerconfigv1alpha1.ManagedResourceControllerConfig{
+			ConcurrentSyncs: ptr.To(2), SyncPeriod: &metav1.Duration{Duration: time.Minute}, ManagedByLabelValue: ptr.To("gardener"),
+		},
+		ClassFilter: resourcemanagerpredicate.NewClassFilter(""),
+	}).AddToManager(mgr, mgr, shootCluster)
 }

@@ -19,6 +19,15 @@ var SeedScheme = func() *runtime.Scheme {
 	return s
 }()
 
+// ShootScheme knows a shoot's kinds and the firewall API's kinds the
+// extension installs into shoots.
+var ShootScheme = func() *runtime.Scheme {
+	s := runtime.NewScheme()
+	utilruntime.Must(kubernetes.AddShootSchemeToScheme(s))
+	utilruntime.Must(firewallv1alpha1.AddToScheme(s))
+	return s
+}()
+
 // SeedClient is an administrator's client of a seed with SeedScheme.
 func SeedClient(seed *testenv.ControlPlane) (client.Client, error) {
 	return client.New(seed.Config, client.Options{Scheme: SeedScheme})
