@@ -16,7 +16,8 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	firewallv1alpha1 "github.com/metal-firewall/gardener-extension-firewall/pkg/apis/firewall/v1alpha1"
@@ -54,7 +55,7 @@ var _ = Describe("Control plane migration end to end", func() {
 		Expect(err).NotTo(HaveOccurred())
 		cB, err := framework.SeedClient(seedB)
 		Expect(err).NotTo(HaveOccurred())
-		cShoot, err := client.New(shoot.Config, client.Options{Scheme: clientgoscheme.Scheme})
+		cShoot, err := client.New(shoot.Config, client.Options{Scheme: framework.ShootScheme})
 		Expect(err).NotTo(HaveOccurred())
 
 		By("running the extension in both seeds over one machine infrastructure")
@@ -98,15 +99,10 @@ var _ = Describe("Control plane migration end to end", func() {
 		Expect(err).NotTo(HaveOccurred())
 		DeferCleanup(func() { _ = server.Close() })
 
-		By("tracking connections from boot, as a firewall image's base ruleset does")
-		// The agent only allows established connections and what policies
-		// allow; the firewall extension enables no policy source yet. So the
-		// connection is opened before the agent's table exists, and a base
-		// table (which the agent leaves alone) makes the kernel track it from
-		// its first packet, so it counts as established later.
-		out, err := exec.Command("ip", "netns", "exec", rec.NetNS, "nft",
-			"add table inet boot; add chain inet boot forward { type filter hook forward priority -10; policy accept; }; add rule inet boot forward ct state established counter").CombinedOutput()
-		Expect(err).NotTo(HaveOccurred(), string(out))
+		otherAddr := net.JoinHostPort(wiring.Outside, "7001")
+		other, err := framework.StartEchoServer(extNS, otherAddr)
+		Expect(err).NotTo(HaveOccurred())
+		DeferCleanup(func() { _ = other.Close() })
 
 		By("opening a connection through the machine before the agent enforces anything")
 		conn, err := framework.DialFrom(intNS, serverAddr, 5*time.Second)
@@ -136,7 +132,7 @@ var _ = Describe("Control plane migration end to end", func() {
 		}
 		newConnectionDropped := func() {
 			GinkgoHelper()
-			c, err := framework.DialFrom(intNS, serverAddr, time.Second)
+			c, err := framework.DialFrom(intNS, otherAddr, time.Second)
 			if err == nil {
 				_ = c.Close()
 			}
@@ -151,7 +147,26 @@ var _ = Describe("Control plane migration end to end", func() {
 			return string(out), err
 		}).Should(ContainSubstring("10.250.0.0/24"))
 		newConnectionDropped()
-		echo("while seed A manages the firewall")
+
+		By("the shoot owner allows the connection with a ClusterwideNetworkPolicy, which the agent enforces and reports")
+		// The shoot's resource manager applies the extension's shoot
+		// ManagedResource (CRDs, namespace, the agent's RBAC) first.
+		policy := &firewallv1alpha1.ClusterwideNetworkPolicy{
+			ObjectMeta: metav1.ObjectMeta{Name: "allow-echo", Namespace: firewallv1alpha1.ClusterwideNetworkPolicyNamespace},
+			Spec: firewallv1alpha1.PolicySpec{Egress: []firewallv1alpha1.EgressRule{{
+				To: []firewallv1alpha1.IPBlock{{CIDR: wiring.Outside + "/32"}}, Ports: []firewallv1alpha1.PolicyPort{{Port: ptr.To[int32](7000)}},
+			}}},
+		}
+		Eventually(func() error { return cShoot.Create(ctx, policy) }).WithTimeout(time.Minute).Should(Succeed())
+		Eventually(func(g Gomega) firewallv1alpha1.PolicyState {
+			g.Expect(cShoot.Get(ctx, client.ObjectKeyFromObject(policy), policy)).To(Succeed())
+			return policy.Status.State
+		}).WithTimeout(2 * time.Minute).Should(Equal(firewallv1alpha1.PolicyStateDeployed))
+		echo("while seed A manages the firewall: the policy allows it")
+		newConn, err := framework.DialFrom(intNS, serverAddr, 5*time.Second)
+		Expect(err).NotTo(HaveOccurred(), "a new connection the policy allows")
+		_ = newConn.Close()
+		newConnectionDropped()
 
 		By("the agent keeps a shoot kubeconfig with a TokenRequestor token, readable by root only")
 		shootKubeconfig := filepath.Join(framework.MachineRoot(stateDir, rec), firewallcontroller.AgentShootKubeconfigPath)
@@ -176,9 +191,10 @@ var _ = Describe("Control plane migration end to end", func() {
 
 		By("restoring in seed B as gardenlet does: wait-for-state, the state, then restore")
 		prepareShootNamespace(ctx, cB, namespace, shoot)
+		// The agent may reach seed B before the restore is reported done.
+		restoring := time.Now()
 		exB, err := framework.Restore(ctx, cB, ex, state, time.Minute)
 		Expect(err).NotTo(HaveOccurred())
-		restored := time.Now()
 
 		By("the extension in seed B dies and starts again")
 		stopB()
@@ -188,11 +204,11 @@ var _ = Describe("Control plane migration end to end", func() {
 		// The time it takes is a figure (printed), not an assertion: CI runs
 		// the suites in parallel on two cores.
 		Eventually(connectedIn(cB)).WithTimeout(3 * time.Minute).WithPolling(time.Second).Should(Succeed())
-		GinkgoWriter.Printf("agent connected to seed B %.1f s after the restore\n", time.Since(restored).Seconds())
+		GinkgoWriter.Printf("agent connected to seed B %.1f s after the restore began\n", time.Since(restoring).Seconds())
 		fwB := seedFirewalls(ctx, cB, namespace)[0]
 		Expect(fwB.Name).To(Equal(fwName))
 		Expect(fwB.Status.MachineStatus.MachineID).To(Equal(rec.ID), "the same machine, found by its ID")
-		Expect(fwB.Status.AgentStatus.LastRunAgainstSeed.Time).To(BeTemporally(">", restored.Add(-time.Second)))
+		Expect(fwB.Status.AgentStatus.LastRunAgainstSeed.Time).To(BeTemporally(">", restoring.Add(-time.Second)), "a report into seed B (the time has seconds only)")
 		Expect(provider.Created()).To(Equal(int32(1)), "never a second machine")
 
 		By("the delivered kubeconfig is withdrawn from the shoot and the new token revoked")
