@@ -71,7 +71,8 @@ func Layer(files []File, mtime time.Time) (v1.Layer, error) {
 	}
 	data := buf.Bytes()
 	// Compressed once and kept: the digest, the layout and the tarballs all
-	// read the compressed bytes.
+	// read the compressed bytes. Best compression, because an image is built
+	// once and pulled onto every seed and firewall.
 	return tarball.LayerFromOpener(func() (io.ReadCloser, error) {
 		return io.NopCloser(bytes.NewReader(data)), nil
 	}, tarball.WithMediaType(types.OCILayer), tarball.WithCompressionLevel(gzip.BestCompression), tarball.WithCompressedCaching)
