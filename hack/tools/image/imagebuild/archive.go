@@ -12,10 +12,17 @@ import (
 // TarDir writes the tree below dir as a tar that is the same bytes for the
 // same tree: entries in lexical order (WalkDir's), owner 0, modes 0755 for
 // folders and 0644 for files, every time set to mtime. An OCI image layout in
-// such a tar is an "oci-archive", which ctr and podman load.
+// such a tar is an "oci-archive", which ctr and podman load. Files are opened
+// through an os.Root, so a symlink in the tree cannot pull in a file from
+// outside it.
 func TarDir(dir string, w io.Writer, mtime time.Time) error {
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = root.Close() }()
 	tw := tar.NewWriter(w)
-	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+	err = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
 		if err != nil || p == dir {
 			return err
 		}
@@ -36,7 +43,7 @@ func TarDir(dir string, w io.Writer, mtime time.Time) error {
 		if err := tw.WriteHeader(hdr); err != nil {
 			return err
 		}
-		f, err := os.Open(p)
+		f, err := root.Open(rel)
 		if err != nil {
 			return err
 		}

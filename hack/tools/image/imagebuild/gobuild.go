@@ -43,7 +43,7 @@ func (b GoBuild) Run(ctx context.Context) (map[string]string, error) {
 	if len(b.Binaries) == 0 {
 		return nil, fmt.Errorf("no binaries to build")
 	}
-	if err := os.MkdirAll(b.OutDir, 0o755); err != nil {
+	if err := os.MkdirAll(b.OutDir, 0o750); err != nil {
 		return nil, err
 	}
 	ldflags := []string{"-s", "-w", "-buildid="}

@@ -37,7 +37,7 @@ func Write(dir, imageName string, tag name.Tag, images []PlatformImage, mtime ti
 	if err := os.RemoveAll(dir); err != nil {
 		return Outputs{}, err
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := os.MkdirAll(dir, 0o750); err != nil {
 		return Outputs{}, err
 	}
 	idx := Index(images)
