@@ -59,6 +59,29 @@ demo-down:
 test-unit:
 	go test $(GO_TEST_FLAGS) $$(go list ./... | grep -v /test/)
 
+# Images and binaries, built by hack/tools/image without a Docker engine.
+# VERSION goes into the binaries (--version), the tag and the labels;
+# SOURCE_DATE_EPOCH (the commit's time) is every time in the images, so the
+# same commit gives the same digests. IMAGES empty means all three.
+VERSION            ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+REVISION           ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
+SOURCE_DATE_EPOCH  ?= $(shell git log -1 --format=%ct 2>/dev/null || echo 0)
+IMAGE_REPOSITORY   ?= ghcr.io/metal-firewall
+PLATFORMS          ?= linux/amd64
+AGENT_PLATFORM     ?= linux/amd64
+IMAGES             ?=
+IMAGE_TOOL         := go run ./hack/tools/image
+
+.PHONY: images
+images:
+	$(IMAGE_TOOL) images --output _output/images --version $(VERSION) --revision $(REVISION) \
+	  --epoch $(SOURCE_DATE_EPOCH) --repository $(IMAGE_REPOSITORY) --platforms $(PLATFORMS) $(IMAGES)
+
+# The agent as a plain static binary, for firewall OS images.
+.PHONY: firewall-agent
+firewall-agent:
+	$(IMAGE_TOOL) binary --output _output/bin --version $(VERSION) --platform $(AGENT_PLATFORM) firewall-agent
+
 $(GOLANGCI_LINT):
 	@mkdir -p $(TOOLS_BIN)
 	GOBIN=$(TOOLS_BIN) go install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_LINT_VERSION)

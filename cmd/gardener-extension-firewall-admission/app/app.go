@@ -18,6 +18,10 @@ import (
 	shootwebhook "github.com/metal-firewall/gardener-extension-firewall/pkg/webhook/shoot"
 )
 
+// Version is set at build time with
+// -ldflags -X .../cmd/gardener-extension-firewall-admission/app.Version=v1.2.3.
+var Version = "dev"
+
 // Options are the command line flags.
 type Options struct {
 	Host     string
@@ -60,6 +64,7 @@ func NewCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:           "gardener-extension-firewall-admission",
 		Short:         "Garden admission for Shoots using the firewall and acl extensions",
+		Version:       Version,
 		Args:          cobra.NoArgs,
 		SilenceUsage:  true,
 		SilenceErrors: true,
@@ -70,6 +75,7 @@ func NewCommand() *cobra.Command {
 			return Serve(cmd.Context(), opts)
 		},
 	}
+	cmd.SetVersionTemplate("gardener-extension-firewall-admission {{.Version}}\n")
 	opts.AddFlags(cmd.Flags())
 	return cmd
 }
