@@ -51,6 +51,18 @@ func list(ns *netns.NS, what ...string) string {
 	return out
 }
 
+// expectAsRendered loads what Render prints for rs with nft into a second
+// namespace and expects the same listing as the agent's table in ns.
+func expectAsRendered(ns *netns.NS, rs *ruleset.Ruleset) {
+	GinkgoHelper()
+	other := newNS("fwa-nft-ref")
+	file := filepath.Join(GinkgoT().TempDir(), "rs.nft")
+	Expect(os.WriteFile(file, []byte(ruleset.Render(rs)), 0o600)).To(Succeed())
+	_, err := other.Exec("nft", "-f", file)
+	Expect(err).NotTo(HaveOccurred())
+	Expect(list(ns, "table", "inet", ruleset.TableName)).To(Equal(list(other, "table", "inet", ruleset.TableName)))
+}
+
 var _ = Describe("Programmer", func() {
 	var (
 		ns *netns.NS
@@ -68,12 +80,7 @@ var _ = Describe("Programmer", func() {
 		Expect(res.Mode).To(Equal(nftables.Full))
 
 		By("loading the rendered text with nft into a second namespace and comparing the listings")
-		other := newNS("fwa-nft-ref")
-		file := filepath.Join(GinkgoT().TempDir(), "rs.nft")
-		Expect(os.WriteFile(file, []byte(ruleset.Render(rs)), 0o600)).To(Succeed())
-		_, err = other.Exec("nft", "-f", file)
-		Expect(err).NotTo(HaveOccurred())
-		Expect(list(ns, "table", "inet", ruleset.TableName)).To(Equal(list(other, "table", "inet", ruleset.TableName)))
+		expectAsRendered(ns, rs)
 		Expect(list(ns, "table", "inet", ruleset.TableName)).To(And(ContainSubstring("203.0.113.0/25 . udp . 53"),
 			ContainSubstring("set egress_v6_exact {\n\t\ttype ipv6_addr . inet_proto . inet_service\n\t\telements = { 2001:db8::10 . tcp . 22 }")))
 	})
@@ -194,12 +201,7 @@ var _ = Describe("Programmer", func() {
 		Expect(err).NotTo(HaveOccurred())
 		Expect(res.Mode).To(Equal(nftables.Full))
 
-		other := newNS("fwa-nft-svc")
-		file := filepath.Join(GinkgoT().TempDir(), "rs.nft")
-		Expect(os.WriteFile(file, []byte(ruleset.Render(rs)), 0o600)).To(Succeed())
-		_, err = other.Exec("nft", "-f", file)
-		Expect(err).NotTo(HaveOccurred())
-		Expect(list(ns, "table", "inet", ruleset.TableName)).To(Equal(list(other, "table", "inet", ruleset.TableName)))
+		expectAsRendered(ns, rs)
 		Expect(list(ns, "set", "inet", ruleset.TableName, "services_v4")).To(ContainSubstring("10.0.1.100 . tcp . 443 . 198.51.100.7"))
 
 		p.Forget()
