@@ -28,8 +28,10 @@ control-plane:
 	@hack/build-control-plane.sh
 
 # The end-to-end suites (three control planes, the agent in network namespaces)
-# run after the others, not beside them: on two cores, in parallel, a seed's
-# kube-controller-manager was seen not to sign an approved CSR within minutes.
+# run after the others, not beside them, to keep two cores from being
+# oversubscribed. (The unsigned CSRs once blamed on load were a
+# kube-controller-manager killed by Pdeathsig when its forking thread ended;
+# test/testenv now forks from a thread that lives as long as the process.)
 .PHONY: test
 test:
 	assets="$$(hack/build-control-plane.sh)" && \
