@@ -4,12 +4,14 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	fwv1alpha1 "github.com/metal-firewall/gardener-extension-firewall/pkg/apis/firewall/v1alpha1"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/firewall/bootstrap"
@@ -55,6 +57,8 @@ type Agent struct {
 	shoot *shoot.Source
 	// monitor holds the conditions the FirewallMonitor reports.
 	monitor monitorState
+	// lastShootRun is when what was read from the shoot was last in force.
+	lastShootRun *metav1.Time
 }
 
 // ApplyOnce loads and validates the config and applies it. A bad config or a
@@ -154,6 +158,7 @@ func (a *Agent) Run(ctx context.Context) error {
 			}
 			lastGood = cfg
 			if !a.ready(cfg) {
+				a.Log.Error("config changed, but it needs a source that has not answered yet (sources are set up at start: restart the agent after adding one); the ruleset in force stays")
 				continue
 			}
 			if err := a.applyLogged(cfg, "config changed"); err == nil {
@@ -277,7 +282,12 @@ func (a *Agent) syncSources(ctx context.Context, src *seed.Source, cfg *config.C
 		policiesErr error
 		shootErr    error
 	)
-	if policiesFromShoot(cfg) {
+	if usesShoot(cfg) && a.shoot == nil {
+		// sources are set up once, at start.
+		shootErr = errors.New("the config reads the shoot, which was not configured when the agent started: restart the agent")
+		policiesErr = shootErr
+		a.Log.Error("not reading the shoot; the ruleset in force stays", "error", shootErr)
+	} else if policiesFromShoot(cfg) {
 		policies, policiesErr = a.shoot.Policies(ctx)
 		shootErr = policiesErr
 		if policiesErr != nil {
@@ -291,7 +301,7 @@ func (a *Agent) syncSources(ctx context.Context, src *seed.Source, cfg *config.C
 		}
 	}
 
-	if servicesFromShoot(cfg) {
+	if servicesFromShoot(cfg) && a.shoot != nil {
 		services, err := a.shoot.LoadBalancers(ctx)
 		if err != nil {
 			a.Log.Error("reading the Services from the shoot; the ruleset in force stays", "error", err)
@@ -313,8 +323,11 @@ func (a *Agent) syncSources(ctx context.Context, src *seed.Source, cfg *config.C
 	if applyErr != nil {
 		message = applyErr.Error()
 	}
+	if usesShoot(cfg) && shootErr == nil && applyErr == nil && a.ready(cfg) {
+		a.lastShootRun = &metav1.Time{Time: time.Now()}
+	}
 	if fw != nil {
-		if err := src.Heartbeat(ctx, fw, message); err != nil {
+		if err := src.Heartbeat(ctx, fw, message, a.lastShootRun); err != nil {
 			a.Log.Error("writing the heartbeat", "error", err)
 		}
 	}
@@ -325,7 +338,7 @@ func (a *Agent) syncSources(ctx context.Context, src *seed.Source, cfg *config.C
 			}
 		}
 	}
-	if c := cfg.Controllers.Monitor; c != nil && c.Source == config.SourceShoot {
+	if c := cfg.Controllers.Monitor; c != nil && c.Source == config.SourceShoot && a.shoot != nil {
 		a.writeMonitor(ctx, cfg, src != nil, fw, shootErr, message)
 	}
 }

@@ -174,4 +174,21 @@ current-context: s
 		Entry("keeps an earlier run's table untouched", true, false),
 		Entry("closes a fresh machine without the shoot's policies", false, true),
 	)
+
+	It("does not crash when a changed config reads the shoot it was not started with, and keeps the ruleset", func() {
+		dir := GinkgoT().TempDir()
+		// The seed cannot be reached (no kubeconfig files): the agent keeps trying.
+		seedOnly := "name: fw-0\nsources:\n  seed: {bootstrapKubeconfig: " + dir + "/bootstrap, kubeconfig: " + dir + "/seed, namespace: shoot--p--s}\ncontrollers:\n  firewall: {source: seed}\n"
+		write(seedOnly)
+		a.SeedInterval = 20 * time.Millisecond
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error)
+		go func() { done <- a.Run(ctx) }()
+		DeferCleanup(func() { cancel(); Eventually(done).Should(Receive(BeNil())) })
+		Eventually(logs).Should(gbytes.Say(`reading the Firewall from the seed`))
+
+		write(strings.Replace(seedOnly, "controllers:", "  shoot: {namespace: firewall, kubeconfig: "+dir+"/shoot}\ncontrollers:\n  cwnp: {source: shoot}", 1))
+		Eventually(logs).Should(gbytes.Say(`not reading the shoot; the ruleset in force stays.*restart the agent`))
+		Consistently(fake.count, 100*time.Millisecond).Should(BeZero())
+	})
 })

@@ -108,12 +108,14 @@ func (s *Source) Rebootstrap(ctx context.Context) error {
 
 // Heartbeat writes the agent's status: version, the time of this run, and
 // the last error ("" when the last apply succeeded).
-func (s *Source) Heartbeat(ctx context.Context, fw *fwv1alpha1.Firewall, message string) error {
+// lastShootRun is when the agent last applied what it read from the shoot,
+// nil when it reads nothing there.
+func (s *Source) Heartbeat(ctx context.Context, fw *fwv1alpha1.Firewall, message string, lastShootRun *metav1.Time) error {
 	if s.client == nil {
 		return errors.New("not connected to the seed")
 	}
 	patch := client.MergeFrom(fw.DeepCopy())
-	fw.Status.AgentStatus = &fwv1alpha1.AgentStatus{Version: s.Version, LastRunAgainstSeed: &metav1.Time{Time: s.now()}, Message: message}
+	fw.Status.AgentStatus = &fwv1alpha1.AgentStatus{Version: s.Version, LastRunAgainstSeed: &metav1.Time{Time: s.now()}, LastRunAgainstShoot: lastShootRun, Message: message}
 	return s.client.Status().Patch(ctx, fw, patch)
 }
 

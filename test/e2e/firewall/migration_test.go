@@ -163,6 +163,12 @@ var _ = Describe("Control plane migration end to end", func() {
 			return policy.Status.State
 		}).WithTimeout(2 * time.Minute).Should(Equal(firewallv1alpha1.PolicyStateDeployed))
 		echo("while seed A manages the firewall: the policy allows it")
+		Eventually(func(g Gomega) {
+			fws := seedFirewalls(ctx, cA, namespace)
+			g.Expect(fws).To(HaveLen(1))
+			g.Expect(meta.IsStatusConditionTrue(fws[0].Status.Conditions, firewallv1alpha1.ConditionConnected)).To(BeTrue(),
+				"the agent reports what it read from the shoot into the seed: %v", fws[0].Status.Conditions)
+		}).WithTimeout(time.Minute).Should(Succeed())
 		newConn, err := framework.DialFrom(intNS, serverAddr, 5*time.Second)
 		Expect(err).NotTo(HaveOccurred(), "a new connection the policy allows")
 		_ = newConn.Close()
