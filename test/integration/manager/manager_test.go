@@ -220,9 +220,13 @@ var _ = Describe("Firewall manager", func() {
 		startManager(namespace, provider)
 
 		Eventually(readyFirewalls(ctx, namespace)).WithTimeout(time.Minute).Should(Equal([]string{"restored-0"}))
-		Expect(testClient.Get(ctx, client.ObjectKeyFromObject(orphan), orphan)).To(Succeed())
-		Expect(metav1.GetControllerOf(orphan)).NotTo(BeNil())
-		Expect(metav1.GetControllerOf(orphan).UID).To(Equal(fwSet.UID))
+		// The Firewall reconciler can make it Ready before the set's
+		// reconciler has adopted it: the two run independently.
+		Eventually(func(g Gomega) {
+			g.Expect(testClient.Get(ctx, client.ObjectKeyFromObject(orphan), orphan)).To(Succeed())
+			g.Expect(metav1.GetControllerOf(orphan)).NotTo(BeNil())
+			g.Expect(metav1.GetControllerOf(orphan).UID).To(Equal(fwSet.UID))
+		}).WithTimeout(30 * time.Second).Should(Succeed())
 		Consistently(provider.IDs).WithTimeout(3 * time.Second).Should(Equal([]string{m.ID}))
 		Expect(provider.Created).To(Equal(1), "only the machine the test created")
 	})
