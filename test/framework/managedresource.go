@@ -7,12 +7,23 @@ import (
 	"github.com/gardener/gardener/pkg/client/kubernetes"
 	"github.com/gardener/gardener/pkg/utils/managedresources"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 // ManagedResourceObjects decodes the objects a seed ManagedResource carries:
-// what gardener-resource-manager would apply (it does not run here).
+// what the seed's gardener-resource-manager would apply.
 func ManagedResourceObjects(ctx context.Context, c client.Client, namespace, name string) ([]client.Object, error) {
+	return managedResourceObjects(ctx, c, namespace, name, kubernetes.SeedCodec.UniversalDeserializer())
+}
+
+// ShootManagedResourceObjects decodes the objects a shoot ManagedResource
+// (class shoot) carries: what the shoot's gardener-resource-manager applies.
+func ShootManagedResourceObjects(ctx context.Context, c client.Client, namespace, name string) ([]client.Object, error) {
+	return managedResourceObjects(ctx, c, namespace, name, kubernetes.ShootCodec.UniversalDeserializer())
+}
+
+func managedResourceObjects(ctx context.Context, c client.Client, namespace, name string, decoder runtime.Decoder) ([]client.Object, error) {
 	mr := &resourcesv1alpha1.ManagedResource{}
 	if err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, mr); err != nil {
 		return nil, err
@@ -23,7 +34,7 @@ func ManagedResourceObjects(ctx context.Context, c client.Client, namespace, nam
 		if err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: ref.Name}, secret); err != nil {
 			return nil, err
 		}
-		o, err := managedresources.ExtractObjectsFromSecret(kubernetes.SeedCodec.UniversalDeserializer(), secret)
+		o, err := managedresources.ExtractObjectsFromSecret(decoder, secret)
 		if err != nil {
 			return nil, err
 		}

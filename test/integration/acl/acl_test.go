@@ -8,8 +8,6 @@ import (
 	"github.com/gardener/gardener/pkg/apis/core/v1beta1"
 	extensionsv1alpha1 "github.com/gardener/gardener/pkg/apis/extensions/v1alpha1"
 	resourcesv1alpha1 "github.com/gardener/gardener/pkg/apis/resources/v1alpha1"
-	"github.com/gardener/gardener/pkg/client/kubernetes"
-	"github.com/gardener/gardener/pkg/utils/managedresources"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	istioapinetworkingv1alpha3 "istio.io/api/networking/v1alpha3"
@@ -28,6 +26,7 @@ import (
 	aclcontroller "github.com/metal-firewall/gardener-extension-firewall/pkg/controller/acl"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/controller/acl/envoy"
 	aclwebhook "github.com/metal-firewall/gardener-extension-firewall/pkg/webhook/acl"
+	"github.com/metal-firewall/gardener-extension-firewall/test/framework"
 )
 
 const (
@@ -49,23 +48,7 @@ var (
 
 // managedResourceObjects decodes the objects a seed ManagedResource carries.
 func managedResourceObjects(namespace, name string) ([]client.Object, error) {
-	mr := &resourcesv1alpha1.ManagedResource{}
-	if err := testClient.Get(ctx(), client.ObjectKey{Namespace: namespace, Name: name}, mr); err != nil {
-		return nil, err
-	}
-	var objs []client.Object
-	for _, ref := range mr.Spec.SecretRefs {
-		secret := &corev1.Secret{}
-		if err := testClient.Get(ctx(), client.ObjectKey{Namespace: namespace, Name: ref.Name}, secret); err != nil {
-			return nil, err
-		}
-		o, err := managedresources.ExtractObjectsFromSecret(kubernetes.SeedCodec.UniversalDeserializer(), secret)
-		if err != nil {
-			return nil, err
-		}
-		objs = append(objs, o...)
-	}
-	return objs, nil
+	return framework.ManagedResourceObjects(ctx(), testClient, namespace, name)
 }
 
 func envoyFilterNamed(objs []client.Object, namespace, name string) *istionetworkingv1alpha3.EnvoyFilter {

@@ -10,8 +10,6 @@ import (
 	v1beta1constants "github.com/gardener/gardener/pkg/apis/core/v1beta1/constants"
 	extensionsv1alpha1 "github.com/gardener/gardener/pkg/apis/extensions/v1alpha1"
 	resourcesv1alpha1 "github.com/gardener/gardener/pkg/apis/resources/v1alpha1"
-	"github.com/gardener/gardener/pkg/client/kubernetes"
-	"github.com/gardener/gardener/pkg/utils/managedresources"
 	"github.com/go-logr/logr"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -27,6 +25,7 @@ import (
 	firewallv1alpha1 "github.com/metal-firewall/gardener-extension-firewall/pkg/apis/firewall/v1alpha1"
 	firewallcontroller "github.com/metal-firewall/gardener-extension-firewall/pkg/controller/firewall"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/controller/firewall/credentials"
+	"github.com/metal-firewall/gardener-extension-firewall/test/framework"
 	"github.com/metal-firewall/gardener-extension-firewall/test/testenv"
 )
 
@@ -56,14 +55,8 @@ func createShoot(ctx SpecContext, s *seedEnv, namespace string) {
 func shootManagedResource(ctx SpecContext, s *seedEnv, namespace string) (*resourcesv1alpha1.ManagedResource, []client.Object) {
 	mr := &resourcesv1alpha1.ManagedResource{}
 	ExpectWithOffset(1, s.client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: firewallcontroller.ShootManagedResourceName}, mr)).To(Succeed())
-	var objects []client.Object
-	for _, ref := range mr.Spec.SecretRefs {
-		secret := &corev1.Secret{}
-		ExpectWithOffset(1, s.client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: ref.Name}, secret)).To(Succeed())
-		objs, err := managedresources.ExtractObjectsFromSecret(kubernetes.ShootCodec.UniversalDeserializer(), secret)
-		ExpectWithOffset(1, err).NotTo(HaveOccurred())
-		objects = append(objects, objs...)
-	}
+	objects, err := framework.ShootManagedResourceObjects(ctx, s.client, namespace, firewallcontroller.ShootManagedResourceName)
+	ExpectWithOffset(1, err).NotTo(HaveOccurred())
 	return mr, objects
 }
 
