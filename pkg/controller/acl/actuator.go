@@ -3,7 +3,10 @@
 //
 // Per shoot it deploys, through a seed ManagedResource in the shoot namespace, an
 // EnvoyFilter `acl-<shoot namespace>` into each Istio ingress namespace that serves the
-// shoot's kube-apiserver (found through the `kube-apiserver*` Gateways' selectors). Where
+// shoot's kube-apiserver (found through the `kube-apiserver*` Gateways' selectors) or its
+// observability components (Plutono, Prometheus, Alertmanager, Vali, OpenTelemetry collector:
+// Gateways in the shoot namespace for hosts on the seed's ingress domain, TLS terminated on
+// the ingress gateway, each host with its own filter chain). Where
 // Gardener's own per-shoot EnvoyFilter `<shoot namespace>-istio-tls-termination` exists and
 // the mutating webhook has injected the policy into it, the shoot's own EnvoyFilter is not
 // needed there and is left out, so the policy is evaluated once. Per ingress namespace it
@@ -125,7 +128,7 @@ func (a *actuator) Reconcile(ctx context.Context, log logr.Logger, ex *extension
 	if err != nil {
 		return err
 	}
-	ingresses, err := a.ingresses(ctx, ex.Namespace)
+	ingresses, err := a.ingresses(ctx, ex.Namespace, seedIngressDomain(cluster))
 	if err != nil {
 		return err
 	}
@@ -251,7 +254,12 @@ func (a *actuator) knownIngressNamespaces(ctx context.Context, ex *extensionsv1a
 	if st, _ := decodeStatus(ex); st != nil {
 		out = append(out, st.IngressNamespaces...)
 	}
-	ingresses, err := a.ingresses(ctx, ex.Namespace)
+	domain := ""
+	// Best effort: the Cluster may be gone while the shoot is deleted; the status holds the rest.
+	if cluster, err := extensionscontroller.GetCluster(ctx, a.client, ex.Namespace); err == nil {
+		domain = seedIngressDomain(cluster)
+	}
+	ingresses, err := a.ingresses(ctx, ex.Namespace, domain)
 	if err != nil {
 		return nil, err
 	}
@@ -317,27 +325,56 @@ func splitCIDRs(s string) []string {
 	return out
 }
 
-// ingresses finds the Istio ingress namespaces of the shoot's kube-apiserver Gateways: the
-// namespaces of the Services that the Gateway's selector matches (default istio-ingress,
-// zonal istio-ingress--<zone>, exposure classes), with the hosts each Gateway serves.
-func (a *actuator) ingresses(ctx context.Context, namespace string) ([]ingress, error) {
+// seedIngressDomain is the seed's wildcard ingress domain (ingress.<seed domain>), under which
+// Gardener exposes the shoot's observability components; empty if the seed has none.
+func seedIngressDomain(cluster *extensionscontroller.Cluster) string {
+	if cluster == nil || cluster.Seed == nil || cluster.Seed.Spec.Ingress == nil {
+		return ""
+	}
+	return strings.TrimPrefix(cluster.Seed.Spec.Ingress.Domain, "*.")
+}
+
+// gatewayHosts are the hosts of a Gateway in the shoot namespace that the shoot's policy covers:
+// every concrete host of the kube-apiserver Gateways, and the concrete hosts on the seed's ingress
+// domain of any other Gateway (the observability components: gu-, p-, au-, v-, otc-<project>--<shoot>).
+// Wildcard hosts are left out: their filter chain may be shared with other shoots.
+func gatewayHosts(gw *istionetworkingv1beta1.Gateway, ingressDomain string) []string {
+	apiserver := strings.HasPrefix(gw.Name, kubeAPIServerGatewayPrefix)
+	var hosts []string
+	for _, s := range gw.Spec.Servers {
+		for _, h := range s.Hosts {
+			// A Gateway host may carry a namespace ("ns/host"); the SNI is the part after it.
+			if i := strings.LastIndex(h, "/"); i >= 0 {
+				h = h[i+1:]
+			}
+			if h == "" || strings.Contains(h, "*") {
+				continue
+			}
+			if apiserver || (ingressDomain != "" && strings.HasSuffix(h, "."+ingressDomain)) {
+				hosts = append(hosts, h)
+			}
+		}
+	}
+	return hosts
+}
+
+// ingresses finds the Istio ingress namespaces that serve the shoot's kube-apiserver and
+// observability Gateways: the namespaces of the Services that a Gateway's selector matches
+// (default istio-ingress, zonal istio-ingress--<zone>, exposure classes), with the hosts each
+// serves there.
+func (a *actuator) ingresses(ctx context.Context, namespace, ingressDomain string) ([]ingress, error) {
 	gateways := &istionetworkingv1beta1.GatewayList{}
 	if err := a.client.List(ctx, gateways, client.InNamespace(namespace)); err != nil {
 		return nil, fmt.Errorf("listing Gateways: %w", err)
 	}
 	byNamespace := map[string]*ingress{}
 	for _, gw := range gateways.Items {
-		if !strings.HasPrefix(gw.Name, kubeAPIServerGatewayPrefix) || len(gw.Spec.Selector) == 0 {
+		if len(gw.Spec.Selector) == 0 {
 			continue
 		}
-		var hosts []string
-		for _, s := range gw.Spec.Servers {
-			for _, h := range s.Hosts {
-				// A wildcard filter chain may be shared with other shoots: never restrict it.
-				if !strings.Contains(h, "*") {
-					hosts = append(hosts, h)
-				}
-			}
+		hosts := gatewayHosts(gw, ingressDomain)
+		if len(hosts) == 0 && !strings.HasPrefix(gw.Name, kubeAPIServerGatewayPrefix) {
+			continue
 		}
 		services := &corev1.ServiceList{}
 		if err := a.client.List(ctx, services, client.MatchingLabels(gw.Spec.Selector)); err != nil {

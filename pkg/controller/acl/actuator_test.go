@@ -81,9 +81,14 @@ func TestIngresses(t *testing.T) {
 		gateway("shoot--p--a", "kube-apiserver", zonal, "api.a.example.com", "api.a.internal.example.com"),
 		gateway("shoot--p--a", "kube-apiserver-wildcard", def, "*.seed.example.com", "api--a.seed.example.com"),
 		gateway("shoot--p--a", "vpn", def, "vpn.a.example.com"),
+		// The observability components, as Gardener exposes them on the seed's ingress domain.
+		gateway("shoot--p--a", "plutono-shoot--p--a", def, "gu-p--a.ingress.seed.example.com"),
+		gateway("shoot--p--a", "prometheus-shoot", def, "istio-ingress/p-p--a.ingress.seed.example.com"),
+		// Neither a wildcard nor a host off the ingress domain of a Gateway that is not the kube-apiserver's.
+		gateway("shoot--p--a", "some-extension", def, "*.ingress.seed.example.com", "x.example.org", "x.ingress.seed.example.com.evil.org"),
 		gateway("shoot--p--b", "kube-apiserver", map[string]string{"istio": "unknown"}, "api.b.example.com"),
 	)
-	got, err := a.ingresses(context.Background(), "shoot--p--a")
+	got, err := a.ingresses(context.Background(), "shoot--p--a", "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -93,14 +98,33 @@ func TestIngresses(t *testing.T) {
 	if !slices.Equal(got[0].hosts, []string{"api--a.seed.example.com"}) || !slices.Equal(got[1].hosts, []string{"api.a.example.com", "api.a.internal.example.com"}) {
 		t.Fatalf("hosts: %+v", got)
 	}
+
+	// With the seed's ingress domain, the observability hosts count too.
+	got, err = a.ingresses(context.Background(), "shoot--p--a", "ingress.seed.example.com")
+	if err != nil || len(got) != 2 {
+		t.Fatalf("got %+v, %v", got, err)
+	}
+	if want := []string{"api--a.seed.example.com", "gu-p--a.ingress.seed.example.com", "p-p--a.ingress.seed.example.com"}; !slices.Equal(got[0].hosts, want) {
+		t.Fatalf("hosts %v, want %v", got[0].hosts, want)
+	}
 	if got[1].selector["istio"] != "ingressgateway--zone--b" {
 		t.Fatalf("selector: %+v", got[1])
 	}
 
 	// No Service matches: the default ingress namespace.
-	got, err = a.ingresses(context.Background(), "shoot--p--b")
+	got, err = a.ingresses(context.Background(), "shoot--p--b", "ingress.seed.example.com")
 	if err != nil || len(got) != 1 || got[0].namespace != DefaultIngressNamespace {
 		t.Fatalf("got %+v, %v", got, err)
+	}
+}
+
+func TestSeedIngressDomain(t *testing.T) {
+	if got := seedIngressDomain(&extensionscontroller.Cluster{}); got != "" {
+		t.Fatalf("no seed: %q", got)
+	}
+	seed := &gardencorev1beta1.Seed{Spec: gardencorev1beta1.SeedSpec{Ingress: &gardencorev1beta1.Ingress{Domain: "ingress.seed.example.com"}}}
+	if got := seedIngressDomain(&extensionscontroller.Cluster{Seed: seed}); got != "ingress.seed.example.com" {
+		t.Fatalf("got %q", got)
 	}
 }
 

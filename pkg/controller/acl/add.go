@@ -66,8 +66,8 @@ func AddToManagerWithOptions(ctx context.Context, mgr manager.Manager, opts AddO
 			return c.Watch(source.Kind[client.Object](mgr.GetCache(), &istionetworkingv1alpha3.EnvoyFilter{},
 				handler.EnqueueRequestsFromMapFunc(gardenerEnvoyFilterToExtensions(mgr.GetClient()))))
 		}, func(c controller.Controller) error {
-			// When the kube-apiserver Gateway changes (hosts, or selector after a zone change),
-			// the policy must follow at once.
+			// When a Gateway of the shoot changes (kube-apiserver hosts, an observability host,
+			// or a selector after a zone change), the policy must follow at once.
 			return c.Watch(source.Kind[client.Object](mgr.GetCache(), &istionetworkingv1beta1.Gateway{},
 				handler.EnqueueRequestsFromMapFunc(gatewayToExtensions(mgr.GetClient()))))
 		}),
@@ -84,12 +84,10 @@ func gardenerEnvoyFilterToExtensions(c client.Reader) handler.MapFunc {
 	}
 }
 
-// gatewayToExtensions maps the shoot's kube-apiserver Gateways to the shoot's acl Extensions.
+// gatewayToExtensions maps a shoot's Gateways (kube-apiserver, observability) to the shoot's acl
+// Extensions; Gateways in namespaces without one map to nothing.
 func gatewayToExtensions(c client.Reader) handler.MapFunc {
 	return func(ctx context.Context, obj client.Object) []reconcile.Request {
-		if !strings.HasPrefix(obj.GetName(), kubeAPIServerGatewayPrefix) {
-			return nil
-		}
 		return aclExtensionsIn(ctx, c, obj.GetNamespace())
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/gardener/gardener/pkg/apis/core/v1beta1"
+	gardeneristio "github.com/gardener/gardener/pkg/utils/istio"
 	extensionsv1alpha1 "github.com/gardener/gardener/pkg/apis/extensions/v1alpha1"
 	resourcesv1alpha1 "github.com/gardener/gardener/pkg/apis/resources/v1alpha1"
 	. "github.com/onsi/ginkgo/v2"
@@ -34,6 +35,9 @@ const (
 	ingressNamespace = "istio-ingress"
 	gardenerFilter   = shootNamespace + "-istio-tls-termination"
 	zonalNamespace   = "istio-ingress--zone-a"
+	// seedIngressDomain is the seed's wildcard ingress domain; Gardener exposes each shoot's
+	// observability components on it (gu-, p-, au-, v-, otc-<project>--<shoot>).
+	seedIngressDomain = "ingress.seed.acl.example.com"
 	timeout          = 30 * time.Second
 )
 
@@ -113,7 +117,7 @@ func gardenersEnvoyFilter(name string) *istionetworkingv1alpha3.EnvoyFilter {
 func createShoot(namespace string, hosts []string, selector map[string]string) {
 	Expect(testClient.Create(ctx(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace, Labels: map[string]string{"gardener.cloud/role": "shoot"}}})).To(Succeed())
 
-	seedJSON := `{"apiVersion":"core.gardener.cloud/v1beta1","kind":"Seed","metadata":{"name":"seed"},"spec":{"networks":{"nodes":"10.1.0.0/16","pods":"10.2.0.0/16","services":"10.3.0.0/16"}}}`
+	seedJSON := `{"apiVersion":"core.gardener.cloud/v1beta1","kind":"Seed","metadata":{"name":"seed"},"spec":{"networks":{"nodes":"10.1.0.0/16","pods":"10.2.0.0/16","services":"10.3.0.0/16"},"ingress":{"domain":"`+seedIngressDomain+`","controller":{"kind":"nginx"}}}}`
 	shootJSON := `{"apiVersion":"core.gardener.cloud/v1beta1","kind":"Shoot","metadata":{"name":"a","namespace":"garden-acl"},
 		"spec":{"networking":{"nodes":"10.250.0.0/16"}},
 		"status":{"networking":{"nodes":["10.250.0.0/16","2001:db8:250::/64"],"egressCIDRs":["203.0.113.7/32"]}}}`
@@ -293,6 +297,46 @@ var _ = Describe("Extension acl", Ordered, func() {
 			g.Expect(toJSON(shared)).To(ContainSubstring(`"address_prefix":"5.6.7.0"`))
 			g.Expect(toJSON(shared)).NotTo(ContainSubstring(`"address_prefix":"1.2.3.0"`))
 		}).WithTimeout(timeout).Should(Succeed())
+	})
+
+	It("restricts the shoot's observability endpoints on the seed's ingress domain like its kube-apiserver", func() {
+		plutonoHost := "gu-acl--a." + seedIngressDomain
+		By("Exposing Plutono as Gardener v1.150 does: a Gateway in the shoot namespace, TLS terminated on the ingress gateway")
+		gw := &istionetworkingv1beta1.Gateway{ObjectMeta: metav1.ObjectMeta{Name: "plutono-" + shootNamespace, Namespace: shootNamespace}}
+		Expect(gardeneristio.GatewayWithTLSTermination(gw, map[string]string{"component": "plutono"}, gatewayLabels, []string{plutonoHost}, shootNamespace+"-plutono-tls")()).To(Succeed())
+		Expect(testClient.Create(ctx(), gw)).To(Succeed())
+		By("Leaving alone what is not the shoot's own: a wildcard and a host off the ingress domain")
+		other := &istionetworkingv1beta1.Gateway{ObjectMeta: metav1.ObjectMeta{Name: "some-extension", Namespace: shootNamespace}}
+		Expect(gardeneristio.GatewayWithTLSPassthrough(other, nil, gatewayLabels, []string{"*." + seedIngressDomain, "hooks.example.org"})()).To(Succeed())
+		Expect(testClient.Create(ctx(), other)).To(Succeed())
+
+		Eventually(func(g Gomega) {
+			g.Expect(testClient.Get(ctx(), client.ObjectKeyFromObject(ex), ex)).To(Succeed())
+			g.Expect(providerStatus(ex).Hosts).To(ConsistOf(append([]string{plutonoHost}, apiHosts...)))
+			ef := &istionetworkingv1alpha3.EnvoyFilter{}
+			g.Expect(testClient.Get(ctx(), client.ObjectKey{Namespace: ingressNamespace, Name: gardenerFilter}, ef)).To(Succeed())
+			g.Expect(injectedPatches(ef)).To(Equal(len(apiHosts) + 1))
+			var snis []string
+			for _, p := range ef.Spec.ConfigPatches {
+				if envoy.IsInjected(p) {
+					snis = append(snis, p.GetMatch().GetListener().GetFilterChain().GetSni())
+					g.Expect(p.GetMatch().GetListener().GetName()).To(Equal(envoy.TLSListenerName))
+					g.Expect(toJSON(p)).To(ContainSubstring(`"address_prefix":"5.6.7.0"`))
+				}
+			}
+			g.Expect(snis).To(ConsistOf(append([]string{plutonoHost}, apiHosts...)))
+		}).WithTimeout(timeout).Should(Succeed())
+
+		By("Dropping the host again when Gardener removes the Gateway")
+		Expect(testClient.Delete(ctx(), gw)).To(Succeed())
+		Eventually(func(g Gomega) {
+			g.Expect(testClient.Get(ctx(), client.ObjectKeyFromObject(ex), ex)).To(Succeed())
+			g.Expect(providerStatus(ex).Hosts).To(ConsistOf(apiHosts))
+			ef := &istionetworkingv1alpha3.EnvoyFilter{}
+			g.Expect(testClient.Get(ctx(), client.ObjectKey{Namespace: ingressNamespace, Name: gardenerFilter}, ef)).To(Succeed())
+			g.Expect(injectedPatches(ef)).To(Equal(len(apiHosts)))
+		}).WithTimeout(timeout).Should(Succeed())
+		Expect(testClient.Delete(ctx(), other)).To(Succeed())
 	})
 
 	It("keeps one shared HTTP-CONNECT filter per ingress namespace whatever the number of shoots, and serves zonal gateways", func() {
