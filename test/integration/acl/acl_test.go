@@ -6,9 +6,9 @@ import (
 	"time"
 
 	"github.com/gardener/gardener/pkg/apis/core/v1beta1"
-	gardeneristio "github.com/gardener/gardener/pkg/utils/istio"
 	extensionsv1alpha1 "github.com/gardener/gardener/pkg/apis/extensions/v1alpha1"
 	resourcesv1alpha1 "github.com/gardener/gardener/pkg/apis/resources/v1alpha1"
+	gardeneristio "github.com/gardener/gardener/pkg/utils/istio"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	istioapinetworkingv1alpha3 "istio.io/api/networking/v1alpha3"
@@ -38,7 +38,7 @@ const (
 	// seedIngressDomain is the seed's wildcard ingress domain; Gardener exposes each shoot's
 	// observability components on it (gu-, p-, au-, v-, otc-<project>--<shoot>).
 	seedIngressDomain = "ingress.seed.acl.example.com"
-	timeout          = 30 * time.Second
+	timeout           = 30 * time.Second
 )
 
 var (
@@ -117,7 +117,7 @@ func gardenersEnvoyFilter(name string) *istionetworkingv1alpha3.EnvoyFilter {
 func createShoot(namespace string, hosts []string, selector map[string]string) {
 	Expect(testClient.Create(ctx(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace, Labels: map[string]string{"gardener.cloud/role": "shoot"}}})).To(Succeed())
 
-	seedJSON := `{"apiVersion":"core.gardener.cloud/v1beta1","kind":"Seed","metadata":{"name":"seed"},"spec":{"networks":{"nodes":"10.1.0.0/16","pods":"10.2.0.0/16","services":"10.3.0.0/16"},"ingress":{"domain":"`+seedIngressDomain+`","controller":{"kind":"nginx"}}}}`
+	seedJSON := `{"apiVersion":"core.gardener.cloud/v1beta1","kind":"Seed","metadata":{"name":"seed"},"spec":{"networks":{"nodes":"10.1.0.0/16","pods":"10.2.0.0/16","services":"10.3.0.0/16"},"ingress":{"domain":"` + seedIngressDomain + `","controller":{"kind":"nginx"}}}}`
 	shootJSON := `{"apiVersion":"core.gardener.cloud/v1beta1","kind":"Shoot","metadata":{"name":"a","namespace":"garden-acl"},
 		"spec":{"networking":{"nodes":"10.250.0.0/16"}},
 		"status":{"networking":{"nodes":["10.250.0.0/16","2001:db8:250::/64"],"egressCIDRs":["203.0.113.7/32"]}}}`
