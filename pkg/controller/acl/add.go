@@ -69,7 +69,18 @@ func AddToManagerWithOptions(ctx context.Context, mgr manager.Manager, opts AddO
 			// When a Gateway of the shoot changes (kube-apiserver hosts, an observability host,
 			// or a selector after a zone change), the policy must follow at once.
 			return c.Watch(source.Kind[client.Object](mgr.GetCache(), &istionetworkingv1beta1.Gateway{},
-				handler.EnqueueRequestsFromMapFunc(gatewayToExtensions(mgr.GetClient()))))
+				handler.EnqueueRequestsFromMapFunc(namespaceToExtensions(mgr.GetClient()))))
+		}, func(c controller.Controller) error {
+			// The always-allowed CIDRs and the seed's ingress domain come from the Cluster; follow
+			// them without waiting for gardenlet's next reconciliation of the Extension.
+			return c.Watch(source.Kind[client.Object](mgr.GetCache(), &extensionsv1alpha1.Cluster{},
+				handler.EnqueueRequestsFromMapFunc(clusterToExtensions(mgr.GetClient())),
+				inputsChanged(clusterInputs)))
+		}, func(c controller.Controller) error {
+			// The provider may report new egress CIDRs or node networks at any time.
+			return c.Watch(source.Kind[client.Object](mgr.GetCache(), &extensionsv1alpha1.Infrastructure{},
+				handler.EnqueueRequestsFromMapFunc(namespaceToExtensions(mgr.GetClient())),
+				inputsChanged(infrastructureInputs)))
 		}),
 	})
 }
@@ -81,14 +92,6 @@ func gardenerEnvoyFilterToExtensions(c client.Reader) handler.MapFunc {
 			return nil
 		}
 		return aclExtensionsIn(ctx, c, strings.TrimSuffix(obj.GetName(), GardenerTLSTerminationSuffix))
-	}
-}
-
-// gatewayToExtensions maps a shoot's Gateways (kube-apiserver, observability) to the shoot's acl
-// Extensions; Gateways in namespaces without one map to nothing.
-func gatewayToExtensions(c client.Reader) handler.MapFunc {
-	return func(ctx context.Context, obj client.Object) []reconcile.Request {
-		return aclExtensionsIn(ctx, c, obj.GetNamespace())
 	}
 }
 

@@ -299,6 +299,21 @@ var _ = Describe("Extension acl", Ordered, func() {
 		}).WithTimeout(timeout).Should(Succeed())
 	})
 
+	It("follows new egress CIDRs of the Infrastructure at once", func() {
+		infra := &extensionsv1alpha1.Infrastructure{}
+		Expect(testClient.Get(ctx(), client.ObjectKey{Namespace: shootNamespace, Name: "infra"}, infra)).To(Succeed())
+		infra.Status.EgressCIDRs = append(infra.Status.EgressCIDRs, "198.51.100.64/26")
+		Expect(testClient.Status().Update(ctx(), infra)).To(Succeed())
+
+		Eventually(func(g Gomega) {
+			g.Expect(testClient.Get(ctx(), client.ObjectKeyFromObject(ex), ex)).To(Succeed())
+			g.Expect(providerStatus(ex).AlwaysAllowedCIDRs).To(ContainElement("198.51.100.64/26"))
+			ef := &istionetworkingv1alpha3.EnvoyFilter{}
+			g.Expect(testClient.Get(ctx(), client.ObjectKey{Namespace: ingressNamespace, Name: gardenerFilter}, ef)).To(Succeed())
+			g.Expect(toJSON(ef)).To(ContainSubstring(`"address_prefix":"198.51.100.64"`))
+		}).WithTimeout(timeout).Should(Succeed())
+	})
+
 	It("restricts the shoot's observability endpoints on the seed's ingress domain like its kube-apiserver", func() {
 		plutonoHost := "gu-acl--a." + seedIngressDomain
 		By("Exposing Plutono as Gardener v1.150 does: a Gateway in the shoot namespace, TLS terminated on the ingress gateway")
