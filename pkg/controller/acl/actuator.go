@@ -24,7 +24,6 @@ import (
 	"slices"
 	"sort"
 	"strings"
-	"sync"
 	"time"
 
 	extensionscontroller "github.com/gardener/gardener/extensions/pkg/controller"
@@ -82,9 +81,8 @@ type actuator struct {
 	reader client.Reader
 	config Config
 	always []netip.Prefix
-	// sharedMu serialises the rebuilds of the shared filters within this process, so that the last
-	// rebuild sees every shoot's status (each shoot writes its status before it rebuilds).
-	sharedMu sync.Mutex
+	// shared coalesces the rebuilds of the shared filters (shared.go).
+	shared sharedRebuilds
 }
 
 // NewActuator returns the actuator of the acl extension. reader should be uncached (the manager's
@@ -187,7 +185,7 @@ func (a *actuator) Reconcile(ctx context.Context, log logr.Logger, ex *extension
 			}
 		}
 	}
-	return a.reconcileShared(ctx, ex, touched, ingresses)
+	return a.reconcileShared(ctx, touched)
 }
 
 // Delete removes everything the extension created for the shoot, in the shoot namespace and in
@@ -245,7 +243,7 @@ func (a *actuator) cleanup(ctx context.Context, log logr.Logger, ex *extensionsv
 			return err
 		}
 	}
-	return a.reconcileShared(ctx, ex, namespaces, nil)
+	return a.reconcileShared(ctx, namespaces)
 }
 
 // knownIngressNamespaces are the namespaces in the status and those the Gateways point to now.
@@ -495,80 +493,6 @@ func (a *actuator) stripInjection(ctx context.Context, log logr.Logger, ingressN
 	ef.Spec.ConfigPatches = stripped
 	delete(ef.Annotations, PolicyHashAnnotation)
 	return a.client.Update(ctx, ef)
-}
-
-// reconcileShared rebuilds the shared HTTP-CONNECT EnvoyFilter of each given ingress namespace from
-// all acl Extensions. self is taken with the ingresses given (nil: self is going away).
-func (a *actuator) reconcileShared(ctx context.Context, self *extensionsv1alpha1.Extension, namespaces []string, selfIngresses []ingress) error {
-	sort.Strings(namespaces)
-	namespaces = slices.Compact(namespaces)
-	if len(namespaces) == 0 {
-		return nil
-	}
-	a.sharedMu.Lock()
-	defer a.sharedMu.Unlock()
-	all := &extensionsv1alpha1.ExtensionList{}
-	if err := a.reader.List(ctx, all); err != nil {
-		return fmt.Errorf("listing Extensions: %w", err)
-	}
-	selectors := map[string]map[string]string{}
-	for _, in := range selfIngresses {
-		selectors[in.namespace] = in.selector
-	}
-	for _, ns := range namespaces {
-		var shoots []envoy.ShootPolicy
-		for i := range all.Items {
-			ex := &all.Items[i]
-			if ex.Spec.Type != Type || ex.DeletionTimestamp != nil || ex.Namespace == self.Namespace {
-				continue
-			}
-			st, err := decodeStatus(ex)
-			if err != nil || st == nil || !slices.Contains(st.IngressNamespaces, ns) {
-				continue
-			}
-			shoots = append(shoots, policyFromStatus(ex.Namespace, st))
-			if selectors[ns] == nil && st.Selectors != nil {
-				selectors[ns] = st.Selectors[ns]
-			}
-		}
-		if selfIngresses != nil && slices.Contains(ingressNamespaces(selfIngresses), ns) {
-			st, _ := decodeStatus(self)
-			if st != nil {
-				shoots = append(shoots, policyFromStatus(self.Namespace, st))
-			}
-		}
-		if len(shoots) == 0 {
-			if err := managedresources.DeleteForSeed(ctx, a.client, ns, SharedManagedResourceName); err != nil {
-				return err
-			}
-			if err := a.deleteManagedResourceSecrets(ctx, ns, SharedManagedResourceName); err != nil {
-				return err
-			}
-			continue
-		}
-		sort.Slice(shoots, func(i, j int) bool { return shoots[i].Namespace < shoots[j].Namespace })
-		ef, err := envoy.HTTPConnectEnvoyFilter(ns, selectors[ns], shoots)
-		if err != nil {
-			return err
-		}
-		// One object holds every ACL shoot's CIDRs of this gateway; say so clearly before the
-		// kube-apiserver (request size) or etcd refuse it.
-		if raw, err := json.Marshal(ef); err != nil {
-			return err
-		} else if len(raw) > maxSharedEnvoyFilterBytes {
-			return fmt.Errorf("the shared EnvoyFilter %s/%s would be %d bytes for %d ACL shoots, more than %d: lower the CIDR limit or spread the shoots over ingress gateways",
-				ns, ef.Name, len(raw), len(shoots), maxSharedEnvoyFilterBytes)
-		}
-		registry := managedresources.NewRegistry(kubernetes.SeedScheme, kubernetes.SeedCodec, kubernetes.SeedSerializer)
-		data, err := registry.AddAllAndSerialize(ef)
-		if err != nil {
-			return err
-		}
-		if err := managedresources.CreateForSeed(ctx, a.client, ns, SharedManagedResourceName, false, data); err != nil {
-			return fmt.Errorf("deploying the shared EnvoyFilter in %s: %w", ns, err)
-		}
-	}
-	return nil
 }
 
 // deleteManagedResourceSecrets deletes the immutable data Secrets of a deleted ManagedResource

@@ -79,6 +79,8 @@ var _ = BeforeSuite(func() {
 	DeferCleanup(cancel)
 	Expect(aclcontroller.AddToManagerWithOptions(ctx, mgr, aclcontroller.AddOptions{
 		IgnoreOperationAnnotation: true,
+		// As many workers as the binary has: shoots reconcile concurrently, as in a seed.
+		Controller: aclcontroller.DefaultAddOptions.Controller,
 		Config:                    aclcontroller.Config{AlwaysAllowedCIDRs: []string{operatorCIDR}},
 	})).To(Succeed())
 	Expect(aclwebhook.AddToManager(mgr)).To(Succeed())

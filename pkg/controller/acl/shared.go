@@ -1,0 +1,136 @@
+package acl
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"sort"
+	"sync"
+
+	extensionsv1alpha1 "github.com/gardener/gardener/pkg/apis/extensions/v1alpha1"
+	"github.com/gardener/gardener/pkg/client/kubernetes"
+	"github.com/gardener/gardener/pkg/utils/managedresources"
+
+	"github.com/metal-firewall/gardener-extension-firewall/pkg/controller/acl/envoy"
+)
+
+// sharedRebuilds coalesces the rebuilds of the shared filters. A rebuild lists every acl
+// Extension and renders one object for all of a gateway's ACL shoots, so its cost grows with the
+// number of shoots; one rebuild per shoot reconciliation would make reconciling n shoots cost
+// O(n²). Instead, a reconciliation that finds a rebuild running leaves its namespaces pending and
+// returns: each shoot writes its status before, so the running rebuild's next round (which lists
+// again) includes it. The running rebuild loops until nothing is pending.
+type sharedRebuilds struct {
+	mu      sync.Mutex
+	running bool
+	pending map[string]struct{}
+}
+
+// reconcileShared brings the shared filters of the given ingress namespaces up to date with all
+// acl Extensions' statuses, now or through the rebuild that is running.
+func (a *actuator) reconcileShared(ctx context.Context, namespaces []string) error {
+	if len(namespaces) == 0 {
+		return nil
+	}
+	r := &a.shared
+	r.mu.Lock()
+	if r.pending == nil {
+		r.pending = map[string]struct{}{}
+	}
+	for _, ns := range namespaces {
+		r.pending[ns] = struct{}{}
+	}
+	if r.running {
+		r.mu.Unlock()
+		return nil
+	}
+	r.running = true
+	r.mu.Unlock()
+
+	for {
+		r.mu.Lock()
+		if len(r.pending) == 0 {
+			r.running = false
+			r.mu.Unlock()
+			return nil
+		}
+		batch := make([]string, 0, len(r.pending))
+		for ns := range r.pending {
+			batch = append(batch, ns)
+		}
+		r.pending = map[string]struct{}{}
+		r.mu.Unlock()
+
+		if err := a.rebuildShared(ctx, batch); err != nil {
+			// Keep the batch pending: the next reconciliation (this one's retry included) does it.
+			r.mu.Lock()
+			for _, ns := range batch {
+				r.pending[ns] = struct{}{}
+			}
+			r.running = false
+			r.mu.Unlock()
+			return err
+		}
+	}
+}
+
+// rebuildShared rebuilds the shared HTTP-CONNECT EnvoyFilter of each given ingress namespace from
+// all acl Extensions' statuses, read around the cache.
+func (a *actuator) rebuildShared(ctx context.Context, namespaces []string) error {
+	sort.Strings(namespaces)
+	namespaces = slices.Compact(namespaces)
+	all := &extensionsv1alpha1.ExtensionList{}
+	if err := a.reader.List(ctx, all); err != nil {
+		return fmt.Errorf("listing Extensions: %w", err)
+	}
+	for _, ns := range namespaces {
+		var shoots []envoy.ShootPolicy
+		var selector map[string]string
+		for i := range all.Items {
+			ex := &all.Items[i]
+			if ex.Spec.Type != Type || ex.DeletionTimestamp != nil {
+				continue
+			}
+			st, err := decodeStatus(ex)
+			if err != nil || st == nil || !slices.Contains(st.IngressNamespaces, ns) {
+				continue
+			}
+			shoots = append(shoots, policyFromStatus(ex.Namespace, st))
+			if selector == nil && st.Selectors != nil {
+				selector = st.Selectors[ns]
+			}
+		}
+		if len(shoots) == 0 {
+			if err := managedresources.DeleteForSeed(ctx, a.client, ns, SharedManagedResourceName); err != nil {
+				return err
+			}
+			if err := a.deleteManagedResourceSecrets(ctx, ns, SharedManagedResourceName); err != nil {
+				return err
+			}
+			continue
+		}
+		sort.Slice(shoots, func(i, j int) bool { return shoots[i].Namespace < shoots[j].Namespace })
+		ef, err := envoy.HTTPConnectEnvoyFilter(ns, selector, shoots)
+		if err != nil {
+			return err
+		}
+		// One object holds every ACL shoot's CIDRs of this gateway; say so clearly before the
+		// kube-apiserver (request size) or etcd refuse it.
+		if raw, err := json.Marshal(ef); err != nil {
+			return err
+		} else if len(raw) > maxSharedEnvoyFilterBytes {
+			return fmt.Errorf("the shared EnvoyFilter %s/%s would be %d bytes for %d ACL shoots, more than %d: lower the CIDR limit or spread the shoots over ingress gateways",
+				ns, ef.Name, len(raw), len(shoots), maxSharedEnvoyFilterBytes)
+		}
+		registry := managedresources.NewRegistry(kubernetes.SeedScheme, kubernetes.SeedCodec, kubernetes.SeedSerializer)
+		data, err := registry.AddAllAndSerialize(ef)
+		if err != nil {
+			return err
+		}
+		if err := managedresources.CreateForSeed(ctx, a.client, ns, SharedManagedResourceName, false, data); err != nil {
+			return fmt.Errorf("deploying the shared EnvoyFilter in %s: %w", ns, err)
+		}
+	}
+	return nil
+}
