@@ -129,3 +129,5 @@ bench:
 	  | grep -v -e '^=== RUN' -e '^--- PASS' -e '^PASS$$' -e '^ok '
 	@BENCH_TABLE=true go test ./test/integration/agent/ -count=1 -v -timeout 10m -ginkgo.label-filter=bench \
 	  | grep -v -e '^=== RUN' -e '^--- PASS' -e '^PASS$$' -e '^ok '
+	@KUBEBUILDER_ASSETS="$$(hack/build-control-plane.sh)" BENCH_TABLE=true go test ./test/integration/acl/ -count=1 -v -timeout 40m -ginkgo.label-filter=bench \
+	  | grep -e '^|' -e 'FAIL' -e 'Timed out'

@@ -81,7 +81,7 @@ var _ = BeforeSuite(func() {
 		IgnoreOperationAnnotation: true,
 		// As many workers as the binary has: shoots reconcile concurrently, as in a seed.
 		Controller: aclcontroller.DefaultAddOptions.Controller,
-		Config:                    aclcontroller.Config{AlwaysAllowedCIDRs: []string{operatorCIDR}},
+		Config:     aclcontroller.Config{AlwaysAllowedCIDRs: []string{operatorCIDR}},
 	})).To(Succeed())
 	Expect(aclwebhook.AddToManager(mgr)).To(Succeed())
 	Expect(aclhealthcheck.AddToManager(mgr, time.Second)).To(Succeed())

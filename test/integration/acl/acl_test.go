@@ -115,6 +115,10 @@ func gardenersEnvoyFilter(name string) *istionetworkingv1alpha3.EnvoyFilter {
 // createShoot creates what Gardener has for a shoot in the seed: namespace, Cluster (Shoot and Seed
 // in raw JSON), Infrastructure with egress CIDRs and the kube-apiserver Gateway.
 func createShoot(namespace string, hosts []string, selector map[string]string) {
+	createShootWith(testClient, namespace, hosts, selector)
+}
+
+func createShootWith(testClient client.Client, namespace string, hosts []string, selector map[string]string) {
 	Expect(testClient.Create(ctx(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace, Labels: map[string]string{"gardener.cloud/role": "shoot"}}})).To(Succeed())
 
 	seedJSON := `{"apiVersion":"core.gardener.cloud/v1beta1","kind":"Seed","metadata":{"name":"seed"},"spec":{"networks":{"nodes":"10.1.0.0/16","pods":"10.2.0.0/16","services":"10.3.0.0/16"},"ingress":{"domain":"` + seedIngressDomain + `","controller":{"kind":"nginx"}}}}`
