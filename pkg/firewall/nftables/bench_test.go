@@ -14,6 +14,7 @@ import (
 	fwv1alpha1 "github.com/metal-firewall/gardener-extension-firewall/pkg/apis/firewall/v1alpha1"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/firewall/nftables"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/firewall/ruleset"
+	"github.com/metal-firewall/gardener-extension-firewall/pkg/firewall/ruleset/rulesettest"
 	"github.com/metal-firewall/gardener-extension-firewall/test/netns"
 )
 
@@ -66,16 +67,9 @@ func fullApply(tb testing.TB, ns *netns.NS, p *nftables.Programmer, spec *fwv1al
 // changes it back: what the agent does when one policy changes.
 func oneCIDRUpdate(tb testing.TB, p *nftables.Programmer, spec *fwv1alpha1.PolicySpec, i int) time.Duration {
 	tb.Helper()
-	changed := *spec
-	changed.Egress = slices.Clone(spec.Egress)
-	if i%2 == 0 {
-		first := changed.Egress[0]
-		first.To = slices.Clone(first.To)
-		first.To[0] = fwv1alpha1.IPBlock{CIDR: "203.0.113.0/24"}
-		changed.Egress[0] = first
-	}
+	changed := rulesettest.OneCIDRChanged(spec, i%2 == 0)
 	start := time.Now()
-	res, err := p.Apply(mustBuild(tb, &changed))
+	res, err := p.Apply(mustBuild(tb, changed))
 	if err != nil {
 		tb.Fatal(err)
 	}
