@@ -4,11 +4,12 @@ import (
 	"fmt"
 	"os"
 
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+
 	fwv1alpha1 "github.com/metal-firewall/gardener-extension-firewall/pkg/apis/firewall/v1alpha1"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/firewall/ruleset/rulesettest"
 	"github.com/metal-firewall/gardener-extension-firewall/test/netns"
-	. "github.com/onsi/ginkgo/v2"
-	. "github.com/onsi/gomega"
 )
 
 // newNS creates a uniquely named namespace that is removed after the spec.
