@@ -217,7 +217,10 @@ func concatSets(base string, v6 bool, items []portItem) []*Set {
 		s := shards[shardOf(e)]
 		s.Elements = append(s.Elements, e)
 	}
-	slices.SortFunc(exact, compareElements)
+	for _, s := range shards {
+		slices.SortFunc(s.Elements, CompareElements)
+	}
+	slices.SortFunc(exact, CompareElements)
 	exact = slices.CompactFunc(exact, func(a, b Element) bool { return a == b })
 	return append([]*Set{{Name: ExactName(base, v6), V6: v6, Kind: AddrProtoPortExactSet, Elements: exact}}, shards...)
 }
@@ -244,7 +247,7 @@ func (rs *Ruleset) Elements(base string, v6 bool) []Element {
 			out = append(out, s.Elements...)
 		}
 	}
-	slices.SortFunc(out, compareElements)
+	slices.SortFunc(out, CompareElements)
 	return out
 }
 
@@ -407,17 +410,4 @@ func boxes(items []portItem, v6 bool) []Element {
 		}
 	}
 	return out
-}
-
-func compareElements(a, b Element) int {
-	if c := a.Addr.From.Compare(b.Addr.From); c != 0 {
-		return c
-	}
-	if a.Proto != b.Proto {
-		return int(a.Proto) - int(b.Proto)
-	}
-	if a.PortFrom != b.PortFrom {
-		return int(a.PortFrom) - int(b.PortFrom)
-	}
-	return a.Src.From.Compare(b.Src.From)
 }
