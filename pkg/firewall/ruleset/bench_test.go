@@ -26,16 +26,57 @@ func benchShapes(b *testing.B, run func(b *testing.B, spec *fwv1alpha1.PolicySpe
 }
 
 // BenchmarkBuildOneCIDR is the Go side of a one-CIDR update: the ruleset
-// built from scratch with one item's CIDR changed (every other iteration
-// changes it back).
+// for the policies with one item's CIDR changed (every other iteration
+// changes it back), built from scratch by Build (full) and by a Builder that
+// built the previous state (incremental), as the agent does.
 func BenchmarkBuildOneCIDR(b *testing.B) {
-	benchShapes(b, func(b *testing.B, spec *fwv1alpha1.PolicySpec) {
-		specs := [2][]*fwv1alpha1.PolicySpec{{rulesettest.OneCIDRChanged(spec, false)}, {rulesettest.OneCIDRChanged(spec, true)}}
-		b.ReportAllocs()
-		for i := 0; b.Loop(); i++ {
-			if _, err := ruleset.Build(benchFW, specs[i%2], nil); err != nil {
+	b.Run("full", func(b *testing.B) {
+		benchShapes(b, func(b *testing.B, spec *fwv1alpha1.PolicySpec) {
+			specs := [2][]*fwv1alpha1.PolicySpec{{rulesettest.OneCIDRChanged(spec, false)}, {rulesettest.OneCIDRChanged(spec, true)}}
+			b.ReportAllocs()
+			for i := 0; b.Loop(); i++ {
+				if _, err := ruleset.Build(benchFW, specs[i%2], nil); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	})
+	b.Run("incremental", func(b *testing.B) {
+		benchShapes(b, func(b *testing.B, spec *fwv1alpha1.PolicySpec) {
+			specs := [2][]*fwv1alpha1.PolicySpec{{rulesettest.OneCIDRChanged(spec, false)}, {rulesettest.OneCIDRChanged(spec, true)}}
+			builder := &ruleset.Builder{}
+			if _, err := builder.Build(benchFW, specs[1], nil); err != nil {
 				b.Fatal(err)
 			}
-		}
+			b.ReportAllocs()
+			for i := 0; b.Loop(); i++ {
+				if _, err := builder.Build(benchFW, specs[i%2], nil); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	})
+}
+
+// BenchmarkBuildFull is the Go side of the first apply: everything from
+// scratch, by Build and by an empty Builder (the agent's start).
+func BenchmarkBuildFull(b *testing.B) {
+	b.Run("Build", func(b *testing.B) {
+		benchShapes(b, func(b *testing.B, spec *fwv1alpha1.PolicySpec) {
+			for b.Loop() {
+				if _, err := ruleset.Build(benchFW, []*fwv1alpha1.PolicySpec{spec}, nil); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	})
+	b.Run("Builder", func(b *testing.B) {
+		benchShapes(b, func(b *testing.B, spec *fwv1alpha1.PolicySpec) {
+			for b.Loop() {
+				if _, err := (&ruleset.Builder{}).Build(benchFW, []*fwv1alpha1.PolicySpec{spec}, nil); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	})
 }

@@ -153,9 +153,14 @@ func (rs *Ruleset) Set(name string) *Set {
 // of have that are not in want. Both must be sorted by CompareElements; one
 // pass over both, no map.
 func DiffElements(have, want []Element) (added, removed []Element) {
+	return diffElements(have, want, CompareElements)
+}
+
+// diffElements is DiffElements for lists sorted by cmp.
+func diffElements(have, want []Element, cmp func(a, b Element) int) (added, removed []Element) {
 	i, j := 0, 0
 	for i < len(have) && j < len(want) {
-		switch c := CompareElements(have[i], want[j]); {
+		switch c := cmp(have[i], want[j]); {
 		case c == 0:
 			i++
 			j++
