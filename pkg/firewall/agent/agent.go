@@ -59,6 +59,9 @@ type Agent struct {
 	monitor monitorState
 	// lastShootRun is when what was read from the shoot was last in force.
 	lastShootRun *metav1.Time
+	// builder builds the rulesets: after the first, a change costs in
+	// proportion to what changed, not to all policies.
+	builder ruleset.Builder
 }
 
 // ApplyOnce loads and validates the config and applies it. A bad config or a
@@ -72,7 +75,7 @@ func (a *Agent) ApplyOnce() (nftables.Result, error) {
 }
 
 func (a *Agent) apply(cfg *config.Config) (nftables.Result, error) {
-	rs, err := Desired(cfg, a.in)
+	rs, err := desired(a.builder.Build, cfg, a.in)
 	if err != nil {
 		return nftables.Result{}, err
 	}
