@@ -3,8 +3,11 @@ package app
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
+	"net"
+	"net/http"
 	"os"
 	"os/signal"
 	"syscall"
@@ -14,6 +17,7 @@ import (
 
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/firewall/agent"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/firewall/config"
+	"github.com/metal-firewall/gardener-extension-firewall/pkg/firewall/metrics"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/firewall/nftables"
 )
 
@@ -21,13 +25,20 @@ import (
 // -ldflags "-X github.com/metal-firewall/gardener-extension-firewall/cmd/firewall-agent/app.Version=v1.2.3".
 var Version = "dev"
 
+// DefaultMetricsBindAddress is where the agent serves /metrics unless told
+// otherwise: the loopback only. The agent's table filters forwarded traffic,
+// not traffic to the firewall itself, so a listener on every interface
+// would answer the internet.
+const DefaultMetricsBindAddress = "127.0.0.1:2112"
+
 // Options are the command line flags.
 type Options struct {
-	ConfigPath     string
-	Once           bool
-	PollInterval   time.Duration
-	ResyncInterval time.Duration
-	SeedInterval   time.Duration
+	ConfigPath         string
+	Once               bool
+	PollInterval       time.Duration
+	ResyncInterval     time.Duration
+	SeedInterval       time.Duration
+	MetricsBindAddress string
 }
 
 // NewCommand returns the firewall-agent command with its render subcommand.
@@ -55,6 +66,8 @@ re-applies on change; a bad config is logged and the ruleset in force stays.`,
 	cmd.Flags().DurationVar(&opts.PollInterval, "poll-interval", time.Second, "how often to check the config file for changes")
 	cmd.Flags().DurationVar(&opts.ResyncInterval, "resync-interval", time.Minute, "how often to re-apply without a change, repairing changes made by others")
 	cmd.Flags().DurationVar(&opts.SeedInterval, "seed-interval", 10*time.Second, "how often to read the Firewall from the seed and write the heartbeat (seed source)")
+	cmd.Flags().StringVar(&opts.MetricsBindAddress, "metrics-bind-address", DefaultMetricsBindAddress,
+		`address to serve Prometheus metrics on (/metrics); "0" or "" turns them off. Keep it off public interfaces: the firewall's own ports are not filtered by the agent`)
 	cmd.AddCommand(newRenderCommand())
 	return cmd
 }
@@ -82,9 +95,10 @@ func newRenderCommand() *cobra.Command {
 
 func run(ctx context.Context, opts *Options) error {
 	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
+	programmer := nftables.NewProgrammer("")
 	a := &agent.Agent{
 		ConfigPath:     opts.ConfigPath,
-		Applier:        nftables.NewProgrammer(""),
+		Applier:        programmer,
 		Log:            log,
 		PollInterval:   opts.PollInterval,
 		ResyncInterval: opts.ResyncInterval,
@@ -105,7 +119,39 @@ func run(ctx context.Context, opts *Options) error {
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	log.Info("starting", "version", Version, "config", opts.ConfigPath)
+	if addr := opts.MetricsBindAddress; addr != "" && addr != "0" {
+		a.Metrics = metrics.New(Version, programmer, log)
+		stopMetrics, err := serveMetrics(addr, a.Metrics.Handler(), log)
+		if err != nil {
+			return err
+		}
+		defer stopMetrics()
+	}
 	return a.Run(ctx)
+}
+
+// serveMetrics serves handler on addr at /metrics until the returned
+// function is called. The address must be free: a typo or a second agent
+// fails the start rather than running without metrics.
+func serveMetrics(addr string, handler http.Handler, log *slog.Logger) (func(), error) {
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("--metrics-bind-address: %w", err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", handler)
+	server := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	go func() {
+		if err := server.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			log.Error("serving metrics", "error", err)
+		}
+	}()
+	log.Info("serving metrics", "address", l.Addr().String(), "path", "/metrics")
+	return func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = server.Shutdown(ctx)
+	}, nil
 }
 
 // Main runs the command and returns the process exit code, printing an error
