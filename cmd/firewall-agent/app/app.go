@@ -121,37 +121,45 @@ func run(ctx context.Context, opts *Options) error {
 	log.Info("starting", "version", Version, "config", opts.ConfigPath)
 	if addr := opts.MetricsBindAddress; addr != "" && addr != "0" {
 		a.Metrics = metrics.New(Version, programmer, log)
-		stopMetrics, err := serveMetrics(addr, a.Metrics.Handler(), log)
-		if err != nil {
-			return err
-		}
-		defer stopMetrics()
+		go serveMetrics(ctx, addr, a.Metrics.Handler(), log)
 	}
 	return a.Run(ctx)
 }
 
-// serveMetrics serves handler on addr at /metrics until the returned
-// function is called. The address must be free: a typo or a second agent
-// fails the start rather than running without metrics.
-func serveMetrics(addr string, handler http.Handler, log *slog.Logger) (func(), error) {
-	l, err := net.Listen("tcp", addr)
-	if err != nil {
-		return nil, fmt.Errorf("--metrics-bind-address: %w", err)
-	}
+// metricsRetry is how long the agent waits before it tries again to listen
+// for metrics.
+const metricsRetry = 10 * time.Second
+
+// serveMetrics serves handler on addr at /metrics until ctx is done. An
+// address that cannot be bound (taken, not on this machine) is logged and
+// tried again every metricsRetry: the firewall's rules must never wait for
+// its metrics.
+func serveMetrics(ctx context.Context, addr string, handler http.Handler, log *slog.Logger) {
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", handler)
 	server := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	go func() {
-		if err := server.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			log.Error("serving metrics", "error", err)
-		}
-	}()
-	log.Info("serving metrics", "address", l.Addr().String(), "path", "/metrics")
-	return func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		<-ctx.Done()
+		shutdown, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 		defer cancel()
-		_ = server.Shutdown(ctx)
-	}, nil
+		_ = server.Shutdown(shutdown)
+	}()
+	for {
+		l, err := (&net.ListenConfig{}).Listen(ctx, "tcp", addr)
+		if err == nil {
+			log.Info("serving metrics", "address", l.Addr().String(), "path", "/metrics")
+			if err := server.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				log.Error("serving metrics", "error", err)
+			}
+			return
+		}
+		log.Error("cannot listen for metrics; the agent runs on and tries again", "address", addr, "retry", metricsRetry, "error", err)
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(metricsRetry):
+		}
+	}
 }
 
 // Main runs the command and returns the process exit code, printing an error

@@ -272,6 +272,30 @@ var _ = Describe("firewall agent in network namespaces", func() {
 			Expect(out).To(ContainSubstring("sources.shoot.kubeconfig: Required value: a controller reads the shoot"))
 		})
 
+		It("applies its rules when the metrics address is taken", func() {
+			var l net.Listener
+			Expect(t.fw.Do(func() error {
+				var err error
+				l, err = net.Listen("tcp", "127.0.0.1:2112")
+				return err
+			})).To(Succeed())
+			DeferCleanup(l.Close)
+			ctx, cancel := context.WithCancel(context.Background())
+			DeferCleanup(cancel)
+			logs := gbytes.NewBuffer()
+			cmd := exec.CommandContext(ctx, "ip", "netns", "exec", t.fw.Name, binary, "--config", cfgPath)
+			cmd.Stdout, cmd.Stderr = logs, logs
+			Expect(cmd.Start()).To(Succeed())
+			DeferCleanup(func() {
+				_ = cmd.Process.Signal(os.Interrupt)
+				_ = cmd.Wait()
+			})
+			Eventually(logs.Contents).WithTimeout(10 * time.Second).Should(And(
+				ContainSubstring("cannot listen for metrics; the agent runs on and tries again"), ContainSubstring("mode=full")))
+			expectAllowed(t.node, outsideV4, 8080)
+			expectDropped(t.node, outsideV4, 9090)
+		})
+
 		It("runs, re-applies on change, keeps the rules on a bad config, and serves its metrics", func() {
 			ctx, cancel := context.WithCancel(context.Background())
 			DeferCleanup(cancel)
