@@ -3,8 +3,11 @@ package app
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
+	"net"
+	"net/http"
 	"os"
 	"os/signal"
 	"syscall"
@@ -14,6 +17,7 @@ import (
 
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/firewall/agent"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/firewall/config"
+	"github.com/metal-firewall/gardener-extension-firewall/pkg/firewall/metrics"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/firewall/nftables"
 )
 
@@ -21,13 +25,20 @@ import (
 // -ldflags "-X github.com/metal-firewall/gardener-extension-firewall/cmd/firewall-agent/app.Version=v1.2.3".
 var Version = "dev"
 
+// DefaultMetricsBindAddress is where the agent serves /metrics unless told
+// otherwise: the loopback only. The agent's table filters forwarded traffic,
+// not traffic to the firewall itself, so a listener on every interface
+// would answer the internet.
+const DefaultMetricsBindAddress = "127.0.0.1:2112"
+
 // Options are the command line flags.
 type Options struct {
-	ConfigPath     string
-	Once           bool
-	PollInterval   time.Duration
-	ResyncInterval time.Duration
-	SeedInterval   time.Duration
+	ConfigPath         string
+	Once               bool
+	PollInterval       time.Duration
+	ResyncInterval     time.Duration
+	SeedInterval       time.Duration
+	MetricsBindAddress string
 }
 
 // NewCommand returns the firewall-agent command with its render subcommand.
@@ -55,6 +66,8 @@ re-applies on change; a bad config is logged and the ruleset in force stays.`,
 	cmd.Flags().DurationVar(&opts.PollInterval, "poll-interval", time.Second, "how often to check the config file for changes")
 	cmd.Flags().DurationVar(&opts.ResyncInterval, "resync-interval", time.Minute, "how often to re-apply without a change, repairing changes made by others")
 	cmd.Flags().DurationVar(&opts.SeedInterval, "seed-interval", 10*time.Second, "how often to read the Firewall from the seed and write the heartbeat (seed source)")
+	cmd.Flags().StringVar(&opts.MetricsBindAddress, "metrics-bind-address", DefaultMetricsBindAddress,
+		`address to serve Prometheus metrics on (/metrics); "0" or "" turns them off. Keep it off public interfaces: the firewall's own ports are not filtered by the agent`)
 	cmd.AddCommand(newRenderCommand())
 	return cmd
 }
@@ -82,9 +95,10 @@ func newRenderCommand() *cobra.Command {
 
 func run(ctx context.Context, opts *Options) error {
 	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
+	programmer := nftables.NewProgrammer("")
 	a := &agent.Agent{
 		ConfigPath:     opts.ConfigPath,
-		Applier:        nftables.NewProgrammer(""),
+		Applier:        programmer,
 		Log:            log,
 		PollInterval:   opts.PollInterval,
 		ResyncInterval: opts.ResyncInterval,
@@ -105,7 +119,47 @@ func run(ctx context.Context, opts *Options) error {
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	log.Info("starting", "version", Version, "config", opts.ConfigPath)
+	if addr := opts.MetricsBindAddress; addr != "" && addr != "0" {
+		a.Metrics = metrics.New(Version, programmer, log)
+		go serveMetrics(ctx, addr, a.Metrics.Handler(), log)
+	}
 	return a.Run(ctx)
+}
+
+// metricsRetry is how long the agent waits before it tries again to listen
+// for metrics.
+const metricsRetry = 10 * time.Second
+
+// serveMetrics serves handler on addr at /metrics until ctx is done. An
+// address that cannot be bound (taken, not on this machine) is logged and
+// tried again every metricsRetry: the firewall's rules must never wait for
+// its metrics.
+func serveMetrics(ctx context.Context, addr string, handler http.Handler, log *slog.Logger) {
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", handler)
+	server := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	go func() {
+		<-ctx.Done()
+		shutdown, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		_ = server.Shutdown(shutdown)
+	}()
+	for {
+		l, err := (&net.ListenConfig{}).Listen(ctx, "tcp", addr)
+		if err == nil {
+			log.Info("serving metrics", "address", l.Addr().String(), "path", "/metrics")
+			if err := server.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				log.Error("serving metrics", "error", err)
+			}
+			return
+		}
+		log.Error("cannot listen for metrics; the agent runs on and tries again", "address", addr, "retry", metricsRetry, "error", err)
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(metricsRetry):
+		}
+	}
 }
 
 // Main runs the command and returns the process exit code, printing an error

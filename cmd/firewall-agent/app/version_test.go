@@ -24,3 +24,13 @@ var _ = Describe("--version", func() {
 		Expect(out.String()).To(Equal("firewall-agent v1.2.3-version-test\n"))
 	})
 })
+
+var _ = Describe("--metrics-bind-address", func() {
+	// The agent's table filters forwarded traffic, not the firewall's own
+	// ports: by default the metrics must not answer on public interfaces.
+	It("serves on the loopback by default", func() {
+		flag := app.NewCommand().Flags().Lookup("metrics-bind-address")
+		Expect(flag).NotTo(BeNil())
+		Expect(flag.DefValue).To(Equal("127.0.0.1:2112"))
+	})
+})

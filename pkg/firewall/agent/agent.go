@@ -16,6 +16,7 @@ import (
 	fwv1alpha1 "github.com/metal-firewall/gardener-extension-firewall/pkg/apis/firewall/v1alpha1"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/firewall/bootstrap"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/firewall/config"
+	"github.com/metal-firewall/gardener-extension-firewall/pkg/firewall/metrics"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/firewall/nftables"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/firewall/ruleset"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/firewall/seed"
@@ -43,6 +44,8 @@ type Agent struct {
 	SeedInterval time.Duration
 	// Version is reported in the heartbeat.
 	Version string
+	// Metrics, if set, record the applies and the sources' health.
+	Metrics *metrics.Metrics
 
 	// in is what the agent last read from the seed and the shoot.
 	in Inputs
@@ -59,6 +62,9 @@ type Agent struct {
 	monitor monitorState
 	// lastShootRun is when what was read from the shoot was last in force.
 	lastShootRun *metav1.Time
+	// builder builds the rulesets: after the first, a change costs in
+	// proportion to what changed, not to all policies.
+	builder ruleset.Builder
 }
 
 // ApplyOnce loads and validates the config and applies it. A bad config or a
@@ -71,12 +77,15 @@ func (a *Agent) ApplyOnce() (nftables.Result, error) {
 	return a.apply(cfg)
 }
 
-func (a *Agent) apply(cfg *config.Config) (nftables.Result, error) {
-	rs, err := Desired(cfg, a.in)
+func (a *Agent) apply(cfg *config.Config) (res nftables.Result, err error) {
+	start := time.Now()
+	var rs *ruleset.Ruleset
+	defer func() { a.Metrics.ObserveApply(rs, res, err, time.Since(start)) }()
+	rs, err = desired(a.builder.Build, cfg, a.in)
 	if err != nil {
 		return nftables.Result{}, err
 	}
-	res, err := a.Applier.Apply(rs)
+	res, err = a.Applier.Apply(rs)
 	if err != nil {
 		return res, fmt.Errorf("applying ruleset: %w", err)
 	}
@@ -97,12 +106,15 @@ func (a *Agent) Run(ctx context.Context) error {
 	}
 	data, err := os.ReadFile(a.ConfigPath)
 	if err != nil {
+		a.Metrics.ObserveSource(metrics.SourceStatic, err)
 		return fmt.Errorf("reading config: %w", err)
 	}
 	cfg, err := config.Parse(data)
 	if err != nil {
+		a.Metrics.ObserveSource(metrics.SourceStatic, err)
 		return err
 	}
+	a.observeStatic(cfg, nil)
 	src, err := a.sources(cfg)
 	if err != nil {
 		return err
@@ -131,6 +143,8 @@ func (a *Agent) Run(ctx context.Context) error {
 	lastSum := sha256.Sum256(data)
 	lastGood := cfg
 	lastApply := time.Now()
+	// lastParseErr is why the file as it is now was refused, if it was.
+	var lastParseErr error
 
 	ticker := time.NewTicker(a.PollInterval)
 	defer ticker.Stop()
@@ -146,17 +160,21 @@ func (a *Agent) Run(ctx context.Context) error {
 		}
 		data, err := os.ReadFile(a.ConfigPath)
 		if err != nil {
+			a.observeStatic(lastGood, err)
 			a.Log.Error("reading config; keeping the ruleset in force", "error", err)
 			continue
 		}
 		if sum := sha256.Sum256(data); !bytes.Equal(sum[:], lastSum[:]) {
 			lastSum = sum
 			cfg, err := config.Parse(data)
+			lastParseErr = err
 			if err != nil {
+				a.observeStatic(lastGood, err)
 				a.Log.Error("config changed but is invalid; keeping the ruleset in force", "error", err)
 				continue
 			}
 			lastGood = cfg
+			a.observeStatic(cfg, nil)
 			if !a.ready(cfg) {
 				a.Log.Error("config changed, but it needs a source that has not answered yet (sources are set up at start: restart the agent after adding one); the ruleset in force stays")
 				continue
@@ -166,6 +184,7 @@ func (a *Agent) Run(ctx context.Context) error {
 			}
 			continue
 		}
+		a.observeStatic(lastGood, lastParseErr)
 		if time.Since(lastApply) >= a.ResyncInterval && a.ready(lastGood) {
 			if f, ok := a.Applier.(interface{ Forget() }); ok {
 				f.Forget()
@@ -187,6 +206,17 @@ func (a *Agent) applyLogged(cfg *config.Config, reason string) error {
 		a.Log.Info("ruleset applied", "reason", reason, "mode", string(res.Mode), "added", res.Added, "deleted", res.Deleted, "duration", res.Duration)
 	}
 	return nil
+}
+
+// observeStatic records a read of the config file, the static source, if a
+// controller of cfg uses it.
+func (a *Agent) observeStatic(cfg *config.Config, err error) {
+	for _, c := range []*config.Controller{cfg.Controllers.Firewall, cfg.Controllers.CWNP} {
+		if c != nil && c.Source == config.SourceStatic {
+			a.Metrics.ObserveSource(metrics.SourceStatic, err)
+			return
+		}
+	}
 }
 
 // sources returns the seed source when a controller reads from the seed, and
@@ -265,6 +295,7 @@ func (a *Agent) syncSources(ctx context.Context, src *seed.Source, cfg *config.C
 		if err != nil && a.takeDeliveredBootstrap(ctx, src) {
 			fw, err = src.Firewall(ctx)
 		}
+		a.Metrics.ObserveSource(metrics.SourceSeed, err)
 		if err != nil {
 			a.Log.Error("reading the Firewall from the seed; the ruleset in force stays", "error", err)
 			fw = nil
@@ -313,6 +344,9 @@ func (a *Agent) syncSources(ctx context.Context, src *seed.Source, cfg *config.C
 		}
 	}
 
+	if usesShoot(cfg) {
+		a.Metrics.ObserveSource(metrics.SourceShoot, shootErr)
+	}
 	var applyErr error
 	if changed && a.ready(cfg) {
 		if applyErr = a.applyLogged(cfg, "sources changed"); applyErr != nil {

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -15,6 +17,8 @@ import (
 	"github.com/onsi/gomega/gbytes"
 
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/firewall/agent"
+	"github.com/metal-firewall/gardener-extension-firewall/pkg/firewall/metrics"
+	"github.com/metal-firewall/gardener-extension-firewall/pkg/firewall/metrics/metricstest"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/firewall/nftables"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/firewall/ruleset"
 )
@@ -59,6 +63,16 @@ func (t *tableCheckingApplier) TableExists(string) (bool, error) { return t.exis
 
 func (f *fakeApplier) count() int { f.mu.Lock(); defer f.mu.Unlock(); return len(f.applied) }
 
+// scrape reads the metrics as /metrics serves them.
+func scrape(m *metrics.Metrics) map[string]float64 {
+	GinkgoHelper()
+	rec := httptest.NewRecorder()
+	m.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
+	got, err := metricstest.Parse(rec.Body.String())
+	Expect(err).NotTo(HaveOccurred())
+	return got
+}
+
 const cfg = `
 sources:
   static:
@@ -94,6 +108,22 @@ var _ = Describe("Agent", func() {
 		_, err := a.ApplyOnce()
 		Expect(err).NotTo(HaveOccurred())
 		Expect(fake.last()).To(ContainSubstring("203.0.113.0/24 . tcp . 443"))
+	})
+
+	It("records its applies in its metrics", func() {
+		a.Metrics = metrics.New("v-test", nil, nil)
+		_, err := a.ApplyOnce()
+		Expect(err).NotTo(HaveOccurred())
+		fake.mu.Lock()
+		fake.failNext = true
+		fake.mu.Unlock()
+		_, err = a.ApplyOnce()
+		Expect(err).To(HaveOccurred())
+		m := scrape(a.Metrics)
+		Expect(m).To(HaveKeyWithValue(`firewall_agent_applies_total{result="changed"}`, 1.0))
+		Expect(m).To(HaveKeyWithValue(`firewall_agent_applies_total{result="error"}`, 1.0))
+		Expect(m).To(HaveKeyWithValue(`firewall_agent_apply_duration_seconds_count`, 2.0))
+		Expect(m).To(HaveKeyWithValue(`firewall_agent_ruleset_set_elements{set="internal_v4"}`, 1.0))
 	})
 
 	It("refuses to start on a bad config, applying nothing", func() {
@@ -159,11 +189,16 @@ current-context: s
 				"sources:\n", "sources:\n  shoot: {namespace: firewall, kubeconfig: "+kubeconfig+"}\n").Replace(cfg))
 			checker := &tableCheckingApplier{fakeApplier: fake, exists: tableExists}
 			a.Applier, a.SeedInterval = checker, 20*time.Millisecond
+			a.Metrics = metrics.New("v-test", nil, nil)
 			ctx, cancel := context.WithCancel(context.Background())
 			done := make(chan error)
 			go func() { done <- a.Run(ctx) }()
 			DeferCleanup(func() { cancel(); Eventually(done).Should(Receive(BeNil())) })
 			Eventually(logs).Should(gbytes.Say(`reading the policies from the shoot; the ruleset in force stays`))
+			Eventually(func() map[string]float64 { return scrape(a.Metrics) }).Should(And(
+				HaveKeyWithValue(`firewall_agent_source_up{source="shoot"}`, 0.0),
+				HaveKeyWithValue(`firewall_agent_source_up{source="static"}`, 1.0),
+				Not(HaveKey(`firewall_agent_source_up{source="seed"}`))))
 			if wantApplied {
 				Eventually(fake.last).Should(And(ContainSubstring("10.0.1.0/24"), Not(ContainSubstring("203.0.113.0/24"))),
 					"the internal prefixes, closed, without the static policy")

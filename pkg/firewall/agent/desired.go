@@ -25,6 +25,13 @@ type Inputs struct {
 // controller there are no internal prefixes, so only established traffic
 // passes.
 func Desired(cfg *config.Config, in Inputs) (*ruleset.Ruleset, error) {
+	return desired(ruleset.Build, cfg, in)
+}
+
+// buildFunc is ruleset.Build or a ruleset.Builder's Build.
+type buildFunc func(*fwv1alpha1.FirewallTrafficSpec, []*fwv1alpha1.PolicySpec, []ruleset.ServiceAllow) (*ruleset.Ruleset, error)
+
+func desired(build buildFunc, cfg *config.Config, in Inputs) (*ruleset.Ruleset, error) {
 	var (
 		fw       *fwv1alpha1.FirewallTrafficSpec
 		policies []*fwv1alpha1.PolicySpec
@@ -57,7 +64,7 @@ func Desired(cfg *config.Config, in Inputs) (*ruleset.Ruleset, error) {
 	if c := cfg.Controllers.Service; c != nil && c.Source == config.SourceShoot {
 		services = in.Services
 	}
-	return ruleset.Build(fw, policies, services)
+	return build(fw, policies, services)
 }
 
 // withInterfaces returns the spec with every network ID replaced by the

@@ -5,6 +5,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -14,6 +15,7 @@ import (
 	fwv1alpha1 "github.com/metal-firewall/gardener-extension-firewall/pkg/apis/firewall/v1alpha1"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/firewall/nftables"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/firewall/ruleset"
+	"github.com/metal-firewall/gardener-extension-firewall/pkg/firewall/ruleset/rulesettest"
 	"github.com/metal-firewall/gardener-extension-firewall/test/netns"
 )
 
@@ -60,7 +62,31 @@ func expectAsRendered(ns *netns.NS, rs *ruleset.Ruleset) {
 	Expect(os.WriteFile(file, []byte(ruleset.Render(rs)), 0o600)).To(Succeed())
 	_, err := other.Exec("nft", "-f", file)
 	Expect(err).NotTo(HaveOccurred())
-	Expect(list(ns, "table", "inet", ruleset.TableName)).To(Equal(list(other, "table", "inet", ruleset.TableName)))
+	Expect(sortedElements(list(ns, "table", "inet", ruleset.TableName))).To(Equal(sortedElements(list(other, "table", "inet", ruleset.TableName))))
+}
+
+// sortedElements sorts the elements of each set in an nft listing: nft lists
+// an interval set's elements in the order they were added, which differs
+// between a set updated element by element and one loaded at once.
+func sortedElements(listing string) string {
+	var out, elems []string
+	for _, line := range strings.Split(listing, "\n") {
+		trimmed := strings.TrimSpace(line)
+		if rest, ok := strings.CutPrefix(trimmed, "elements = { "); ok {
+			elems, trimmed = []string{}, rest
+		} else if elems == nil {
+			out = append(out, line)
+			continue
+		}
+		last := strings.HasSuffix(trimmed, " }")
+		elems = append(elems, strings.TrimSuffix(strings.TrimSuffix(trimmed, " }"), ","))
+		if last {
+			slices.Sort(elems)
+			out = append(out, "elements = { "+strings.Join(elems, ", ")+" }")
+			elems = nil
+		}
+	}
+	return strings.Join(out, "\n")
 }
 
 var _ = Describe("Programmer", func() {
@@ -184,6 +210,31 @@ var _ = Describe("Programmer", func() {
 		Expect(res).To(And(HaveField("Mode", nftables.Elements), HaveField("Added", 2), HaveField("Deleted", 2)))
 		GinkgoWriter.Printf("one-CIDR update at 20,000 items: %v\n", res.Duration)
 		Expect(list(ns, "table", "inet", ruleset.TableName)).To(ContainSubstring("100.200.0.0 . tcp . 1000"))
+	})
+
+	It("programs a Builder's incremental rulesets as the kernel loads a fresh Build", func() {
+		b := &ruleset.Builder{}
+		spec := rulesettest.Policies(200, true)
+		specs := []*fwv1alpha1.PolicySpec{spec, mixed}
+		apply := func() {
+			GinkgoHelper()
+			rs, err := b.Build(fw, specs, nil)
+			Expect(err).NotTo(HaveOccurred())
+			_, err = p.Apply(rs)
+			Expect(err).NotTo(HaveOccurred())
+			expectAsRendered(ns, build(specs...))
+		}
+		apply()
+		By("changing one CIDR to a network that overlaps others on the shared port")
+		spec.Egress[0].To[0].CIDR = "198.18.0.0/28"
+		apply()
+		By("removing an item and adding one with a port range across the others")
+		spec.Egress = append(spec.Egress[1:], fwv1alpha1.EgressRule{To: []fwv1alpha1.IPBlock{{CIDR: "198.18.0.0/22", Except: []string{"198.18.1.0/24"}}},
+			Ports: []fwv1alpha1.PolicyPort{{Protocol: "TCP", Port: ptr.To(int32(400)), EndPort: ptr.To(int32(1100))}}})
+		apply()
+		By("dropping a policy")
+		specs = specs[:1]
+		apply()
 	})
 
 	It("programs services as render prints them, reads them back, and adds one as an element", func() {

@@ -59,15 +59,14 @@ func Build(fw *fwv1alpha1.FirewallTrafficSpec, policies []*fwv1alpha1.PolicySpec
 	if fw == nil {
 		fw = &fwv1alpha1.FirewallTrafficSpec{}
 	}
-	var internal []Range
-	for _, p := range fw.InternalPrefixes {
-		prefix, err := validation.ParseCIDR(p)
-		if err != nil {
-			return nil, fmt.Errorf("internal prefix %q: %w", p, err)
-		}
-		internal = append(internal, PrefixRange(prefix))
+	internal, err := internalRanges(fw)
+	if err != nil {
+		return nil, err
 	}
-	internal = Merge(internal)
+	chains, err := buildChains(fw)
+	if err != nil {
+		return nil, err
+	}
 
 	var egress, ingress direction
 	for _, spec := range policies {
@@ -86,7 +85,7 @@ func Build(fw *fwv1alpha1.FirewallTrafficSpec, policies []*fwv1alpha1.PolicySpec
 		}
 	}
 
-	rs := &Ruleset{Table: TableName}
+	rs := &Ruleset{Table: TableName, Chains: chains}
 	for _, v6 := range []bool{false, true} {
 		rs.Sets = append(rs.Sets, addrSet(SetName(SetInternal, v6), v6, internal))
 		rs.Sets = append(rs.Sets, concatSets(SetEgress, v6, egress.ports)...)
@@ -95,7 +94,26 @@ func Build(fw *fwv1alpha1.FirewallTrafficSpec, policies []*fwv1alpha1.PolicySpec
 		rs.Sets = append(rs.Sets, addrSet(SetName(SetIngressAny, v6), v6, Merge(ingress.any)))
 		rs.Sets = append(rs.Sets, serviceSet(v6, services))
 	}
+	return rs, nil
+}
 
+// internalRanges returns the internal prefixes, merged.
+func internalRanges(fw *fwv1alpha1.FirewallTrafficSpec) ([]Range, error) {
+	var internal []Range
+	for _, p := range fw.InternalPrefixes {
+		prefix, err := validation.ParseCIDR(p)
+		if err != nil {
+			return nil, fmt.Errorf("internal prefix %q: %w", p, err)
+		}
+		internal = append(internal, PrefixRange(prefix))
+	}
+	return Merge(internal), nil
+}
+
+// buildChains returns the table's chains: a fixed number of rules whatever
+// the policies, plus one per rate limit and SNAT rule.
+func buildChains(fw *fwv1alpha1.FirewallTrafficSpec) ([]*Chain, error) {
+	var chains []*Chain
 	forward := &Chain{Name: "forward", Type: "filter", Hook: "forward", Priority: 0, PolicyDrop: true}
 	for _, limit := range fw.RateLimits {
 		forward.Rules = append(forward.Rules, &Rule{
@@ -128,7 +146,7 @@ func Build(fw *fwv1alpha1.FirewallTrafficSpec, policies []*fwv1alpha1.PolicySpec
 		&Rule{ID: "log-drop", LogLimitPerSecond: 10, LogPrefix: DropLogPrefix},
 		&Rule{ID: "drop", Counter: true, Verdict: Drop},
 	)
-	rs.Chains = append(rs.Chains, forward)
+	chains = append(chains, forward)
 
 	postrouting := &Chain{Name: "postrouting", Type: "nat", Hook: "postrouting", Priority: 100}
 	for _, snat := range fw.EgressRules {
@@ -153,8 +171,8 @@ func Build(fw *fwv1alpha1.FirewallTrafficSpec, policies []*fwv1alpha1.PolicySpec
 			postrouting.Rules = append(postrouting.Rules, r)
 		}
 	}
-	rs.Chains = append(rs.Chains, postrouting)
-	return rs, nil
+	chains = append(chains, postrouting)
+	return chains, nil
 }
 
 func family(v6 bool) int {
@@ -217,7 +235,10 @@ func concatSets(base string, v6 bool, items []portItem) []*Set {
 		s := shards[shardOf(e)]
 		s.Elements = append(s.Elements, e)
 	}
-	slices.SortFunc(exact, compareElements)
+	for _, s := range shards {
+		slices.SortFunc(s.Elements, CompareElements)
+	}
+	slices.SortFunc(exact, CompareElements)
 	exact = slices.CompactFunc(exact, func(a, b Element) bool { return a == b })
 	return append([]*Set{{Name: ExactName(base, v6), V6: v6, Kind: AddrProtoPortExactSet, Elements: exact}}, shards...)
 }
@@ -244,7 +265,7 @@ func (rs *Ruleset) Elements(base string, v6 bool) []Element {
 			out = append(out, s.Elements...)
 		}
 	}
-	slices.SortFunc(out, compareElements)
+	slices.SortFunc(out, CompareElements)
 	return out
 }
 
@@ -407,17 +428,4 @@ func boxes(items []portItem, v6 bool) []Element {
 		}
 	}
 	return out
-}
-
-func compareElements(a, b Element) int {
-	if c := a.Addr.From.Compare(b.Addr.From); c != 0 {
-		return c
-	}
-	if a.Proto != b.Proto {
-		return int(a.Proto) - int(b.Proto)
-	}
-	if a.PortFrom != b.PortFrom {
-		return int(a.PortFrom) - int(b.PortFrom)
-	}
-	return a.Src.From.Compare(b.Src.From)
 }

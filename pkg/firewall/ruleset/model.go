@@ -41,7 +41,7 @@ type Set struct {
 	Name string
 	V6   bool
 	Kind SetKind
-	// Elements are disjoint and sorted.
+	// Elements are disjoint and sorted by CompareElements.
 	Elements []Element
 }
 
@@ -52,6 +52,31 @@ type Element struct {
 	Proto            uint8
 	PortFrom, PortTo uint16
 	Src              Range
+}
+
+// CompareElements orders elements by address range, protocol, port range
+// and source range: a total order, so two sorted lists of elements can be
+// compared and diffed in one pass.
+func CompareElements(a, b Element) int {
+	if c := a.Addr.From.Compare(b.Addr.From); c != 0 {
+		return c
+	}
+	if c := a.Addr.To.Compare(b.Addr.To); c != 0 {
+		return c
+	}
+	if a.Proto != b.Proto {
+		return int(a.Proto) - int(b.Proto)
+	}
+	if a.PortFrom != b.PortFrom {
+		return int(a.PortFrom) - int(b.PortFrom)
+	}
+	if a.PortTo != b.PortTo {
+		return int(a.PortTo) - int(b.PortTo)
+	}
+	if c := a.Src.From.Compare(b.Src.From); c != 0 {
+		return c
+	}
+	return a.Src.To.Compare(b.Src.To)
 }
 
 // Chain is a base chain of the table.
@@ -122,4 +147,32 @@ func (rs *Ruleset) Set(name string) *Set {
 		}
 	}
 	return nil
+}
+
+// DiffElements returns the elements of want that are not in have and those
+// of have that are not in want. Both must be sorted by CompareElements; one
+// pass over both, no map.
+func DiffElements(have, want []Element) (added, removed []Element) {
+	return diffElements(have, want, CompareElements)
+}
+
+// diffElements is DiffElements for lists sorted by cmp.
+func diffElements(have, want []Element, cmp func(a, b Element) int) (added, removed []Element) {
+	i, j := 0, 0
+	for i < len(have) && j < len(want) {
+		switch c := cmp(have[i], want[j]); {
+		case c == 0:
+			i++
+			j++
+		case c < 0:
+			removed = append(removed, have[i])
+			i++
+		default:
+			added = append(added, want[j])
+			j++
+		}
+	}
+	removed = append(removed, have[i:]...)
+	added = append(added, want[j:]...)
+	return added, removed
 }

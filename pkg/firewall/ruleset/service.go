@@ -61,7 +61,7 @@ func serviceSet(v6 bool, allows []ServiceAllow) *Set {
 			s.Elements = append(s.Elements, Element{Addr: Range{From: k.addr, To: k.addr}, Proto: k.proto, PortFrom: k.port, PortTo: k.port, Src: r})
 		}
 	}
-	slices.SortFunc(s.Elements, compareElements)
+	slices.SortFunc(s.Elements, CompareElements)
 	return s
 }
 

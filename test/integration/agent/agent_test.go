@@ -6,7 +6,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"log/slog"
+	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -18,8 +21,10 @@ import (
 	"github.com/onsi/gomega/gbytes"
 
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/firewall/agent"
+	"github.com/metal-firewall/gardener-extension-firewall/pkg/firewall/metrics/metricstest"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/firewall/nftables"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/firewall/ruleset"
+	"github.com/metal-firewall/gardener-extension-firewall/test/netns"
 )
 
 // configYAML allows egress to the outside host on 8080 (v4 and v6) and ingress
@@ -267,11 +272,38 @@ var _ = Describe("firewall agent in network namespaces", func() {
 			Expect(out).To(ContainSubstring("sources.shoot.kubeconfig: Required value: a controller reads the shoot"))
 		})
 
-		It("runs, re-applies on change and keeps the rules on a bad config", func() {
+		It("applies its rules when the metrics address is taken", func() {
+			var l net.Listener
+			Expect(t.fw.Do(func() error {
+				var err error
+				l, err = net.Listen("tcp", "127.0.0.1:2112")
+				return err
+			})).To(Succeed())
+			DeferCleanup(l.Close)
 			ctx, cancel := context.WithCancel(context.Background())
 			DeferCleanup(cancel)
 			logs := gbytes.NewBuffer()
-			cmd := exec.CommandContext(ctx, "ip", "netns", "exec", t.fw.Name, binary, "--config", cfgPath, "--poll-interval", "100ms")
+			cmd := exec.CommandContext(ctx, "ip", "netns", "exec", t.fw.Name, binary, "--config", cfgPath)
+			cmd.Stdout, cmd.Stderr = logs, logs
+			Expect(cmd.Start()).To(Succeed())
+			DeferCleanup(func() {
+				_ = cmd.Process.Signal(os.Interrupt)
+				_ = cmd.Wait()
+			})
+			Eventually(logs.Contents).WithTimeout(10 * time.Second).Should(And(
+				ContainSubstring("cannot listen for metrics; the agent runs on and tries again"), ContainSubstring("mode=full")))
+			expectAllowed(t.node, outsideV4, 8080)
+			expectDropped(t.node, outsideV4, 9090)
+		})
+
+		It("runs, re-applies on change, keeps the rules on a bad config, and serves its metrics", func() {
+			ctx, cancel := context.WithCancel(context.Background())
+			DeferCleanup(cancel)
+			logs := gbytes.NewBuffer()
+			// The metrics listen on the firewall namespace's loopback, as on
+			// a firewall by default.
+			cmd := exec.CommandContext(ctx, "ip", "netns", "exec", t.fw.Name, binary, "--config", cfgPath, "--poll-interval", "100ms",
+				"--metrics-bind-address", "127.0.0.1:2112")
 			cmd.Stdout, cmd.Stderr = logs, logs
 			Expect(cmd.Start()).To(Succeed())
 			DeferCleanup(func() {
@@ -281,9 +313,29 @@ var _ = Describe("firewall agent in network namespaces", func() {
 			Eventually(logs.Contents).WithTimeout(10 * time.Second).Should(ContainSubstring("mode=full"))
 			expectDropped(t.node, outsideV4, 9090)
 
+			m := scrapeMetrics(t.fw, "127.0.0.1:2112")
+			Expect(m).To(HaveKeyWithValue(`firewall_agent_build_info{version="v0.0.0-test"}`, 1.0))
+			Expect(m).To(HaveKeyWithValue(`firewall_agent_applies_total{result="changed"}`, 1.0), "the start's full apply")
+			Expect(m).To(HaveKeyWithValue(`firewall_agent_source_up{source="static"}`, 1.0))
+			Expect(m).To(HaveKeyWithValue(`firewall_agent_ruleset_set_elements{set="egress_v4_exact"}`, 0.0), "no single host on a single port yet")
+			Expect(m).To(HaveKeyWithValue(`firewall_agent_rule_counters_up`, 1.0))
+			dropped := m[`firewall_agent_rule_packets_total{rule="drop"}`]
+			Expect(dropped).To(BeNumerically(">=", 1), "the dropped SYN to 9090")
+			exactBefore := m[`firewall_agent_rule_packets_total{rule="egress-exact-v4"}`]
+
 			writeConfig(cfgPath, configYAML("      - to: [{cidr: 203.0.113.2/32}]\n        ports: [{port: 9090}]\n", ""))
 			Eventually(logs.Contents).WithTimeout(5 * time.Second).Should(ContainSubstring("mode=elements"))
 			expectAllowed(t.node, outsideV4, 9090)
+
+			By("counting the element update and the packets of the allowed connection")
+			m = scrapeMetrics(t.fw, "127.0.0.1:2112")
+			Expect(m).To(HaveKeyWithValue(`firewall_agent_applies_total{result="changed"}`, 2.0))
+			Expect(m).To(HaveKeyWithValue(`firewall_agent_ruleset_set_elements{set="egress_v4_exact"}`, 1.0), "203.0.113.2 on 9090")
+			Expect(m[`firewall_agent_rule_packets_total{rule="egress-exact-v4"}`]).To(BeNumerically(">", exactBefore),
+				"the SYN to 9090 matched the hash set's rule; element updates keep the counters")
+			Expect(m[`firewall_agent_rule_packets_total{rule="drop"}`]).To(BeNumerically(">=", dropped))
+			Expect(m[`firewall_agent_apply_duration_seconds_count`]).To(Equal(2.0))
+			Expect(m[`firewall_agent_last_successful_apply_timestamp_seconds`]).To(BeNumerically(">", 0))
 
 			before := listRuleset()
 			writeConfig(cfgPath, "sources: {static: {cwnp: {egress: [{to: [{cidr: nonsense}]}]}}}\n")
@@ -292,9 +344,36 @@ var _ = Describe("firewall agent in network namespaces", func() {
 			Consistently(func() string { return stripCounters(listRuleset()) }).WithTimeout(time.Second).Should(Equal(stripCounters(before)))
 			expectAllowed(t.node, outsideV4, 9090)
 			Expect(cmd.ProcessState).To(BeNil(), "the agent keeps running")
+			Expect(scrapeMetrics(t.fw, "127.0.0.1:2112")).To(HaveKeyWithValue(`firewall_agent_source_up{source="static"}`, 0.0),
+				"the config file is refused")
 		})
 	})
 })
+
+// scrapeMetrics gets /metrics from addr inside ns and parses it. The
+// connection is made in the namespace; the request goes over it.
+func scrapeMetrics(ns *netns.NS, addr string) map[string]float64 {
+	GinkgoHelper()
+	var c net.Conn
+	Expect(ns.Do(func() error {
+		var err error
+		c, err = net.DialTimeout("tcp", addr, 2*time.Second)
+		return err
+	})).To(Succeed())
+	defer func() { _ = c.Close() }()
+	_ = c.SetDeadline(time.Now().Add(5 * time.Second))
+	_, err := fmt.Fprintf(c, "GET /metrics HTTP/1.1\r\nHost: %s\r\nConnection: close\r\n\r\n", addr)
+	Expect(err).NotTo(HaveOccurred())
+	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+	Expect(err).NotTo(HaveOccurred())
+	defer func() { _ = resp.Body.Close() }()
+	Expect(resp.StatusCode).To(Equal(http.StatusOK))
+	body, err := io.ReadAll(resp.Body)
+	Expect(err).NotTo(HaveOccurred())
+	m, err := metricstest.Parse(string(body))
+	Expect(err).NotTo(HaveOccurred(), string(body))
+	return m
+}
 
 // stripCounters removes counter values, which traffic changes.
 func stripCounters(s string) string {
