@@ -182,9 +182,9 @@ var _ = Describe("reconciling many ACL shoots", Label("bench"), Ordered, func() 
 
 			mr := &resourcesv1alpha1.ManagedResource{}
 			Expect(c.Get(ctx(), client.ObjectKey{Namespace: benchIngress, Name: aclcontroller.SharedManagedResourceName}, mr)).To(Succeed())
-			fmt.Println(fmt.Sprintf("| %d | %s | %s | %d | %.1f KiB | %.1f KiB | %d | %.0f MiB |",
+			fmt.Printf("| %d | %s | %s | %d | %.1f KiB | %.1f KiB | %d | %.0f MiB |\n",
 				n, createTime.Round(10*time.Millisecond), total.Round(10*time.Millisecond), mr.Generation-mrBefore.Generation,
-				float64(len(sharedJSON))/1024, float64(secretBytes)/1024, httpFilters, float64(peak.Load())/(1<<20)))
+				float64(len(sharedJSON))/1024, float64(secretBytes)/1024, httpFilters, float64(peak.Load())/(1<<20))
 		}
 	})
 })
