@@ -103,14 +103,7 @@ type indexedGroup struct {
 
 // Build returns the ruleset for the inputs, as Build does.
 func (b *Builder) Build(fw *fwv1alpha1.FirewallTrafficSpec, policies []*fwv1alpha1.PolicySpec, services []ServiceAllow) (*Ruleset, error) {
-	if fw == nil {
-		fw = &fwv1alpha1.FirewallTrafficSpec{}
-	}
-	internal, err := internalRanges(fw)
-	if err != nil {
-		return nil, err
-	}
-	chains, err := buildChains(fw)
+	fw, internal, chains, err := firewallParts(fw)
 	if err != nil {
 		return nil, err
 	}
@@ -554,7 +547,7 @@ func (p *protoState) recompute(changed []portSpan) (added, removed []Element) {
 				j++
 			}
 			if j < len(fresh) && fresh[j].from == o.from && fresh[j].to == o.to {
-				a, r := diffRanges(o.addrs, fresh[j].addrs)
+				a, r := diffSorted(o.addrs, fresh[j].addrs, compareRanges)
 				for _, addr := range a {
 					added = append(added, o.element(p.proto, addr))
 				}
@@ -596,26 +589,6 @@ func (r portRun) appendElements(out []Element, proto uint8) []Element {
 		out = append(out, r.element(proto, addr))
 	}
 	return out
-}
-
-// diffRanges returns the ranges of want that are not in have and those of
-// have that are not in want; both sorted by compareRanges.
-func diffRanges(have, want []Range) (added, removed []Range) {
-	i, j := 0, 0
-	for i < len(have) && j < len(want) {
-		switch c := compareRanges(have[i], want[j]); {
-		case c == 0:
-			i++
-			j++
-		case c < 0:
-			removed = append(removed, have[i])
-			i++
-		default:
-			added = append(added, want[j])
-			j++
-		}
-	}
-	return append(added, want[j:]...), append(removed, have[i:]...)
 }
 
 // patchRanges returns ranges (the builder's own, sorted) without remove and

@@ -153,11 +153,12 @@ func (rs *Ruleset) Set(name string) *Set {
 // of have that are not in want. Both must be sorted by CompareElements; one
 // pass over both, no map.
 func DiffElements(have, want []Element) (added, removed []Element) {
-	return diffElements(have, want, CompareElements)
+	return diffSorted(have, want, CompareElements)
 }
 
-// diffElements is DiffElements for lists sorted by cmp.
-func diffElements(have, want []Element, cmp func(a, b Element) int) (added, removed []Element) {
+// diffSorted returns the items of want that are not in have and those of have
+// that are not in want, for lists sorted by cmp.
+func diffSorted[T any](have, want []T, cmp func(a, b T) int) (added, removed []T) {
 	i, j := 0, 0
 	for i < len(have) && j < len(want) {
 		switch c := cmp(have[i], want[j]); {
