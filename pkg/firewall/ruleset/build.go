@@ -56,7 +56,7 @@ func SetName(base string, v6 bool) string {
 // services allow their sources to load balancer addresses and ports (the
 // shoot's LoadBalancer Services), whether those are internal or not.
 func Build(fw *fwv1alpha1.FirewallTrafficSpec, policies []*fwv1alpha1.PolicySpec, services []ServiceAllow) (*Ruleset, error) {
-	fw, internal, chains, err := firewallParts(fw)
+	internal, chains, err := firewallParts(fw)
 	if err != nil {
 		return nil, err
 	}
@@ -424,18 +424,18 @@ func boxes(items []portItem, v6 bool) []Element {
 }
 
 // firewallParts are what Build and Builder.Build take from the firewall
-// spec: the spec (empty if nil), its internal prefixes and its fixed chains.
-func firewallParts(fw *fwv1alpha1.FirewallTrafficSpec) (*fwv1alpha1.FirewallTrafficSpec, []Range, []*Chain, error) {
+// spec (none: an empty one): its internal prefixes and its fixed chains.
+func firewallParts(fw *fwv1alpha1.FirewallTrafficSpec) ([]Range, []*Chain, error) {
 	if fw == nil {
 		fw = &fwv1alpha1.FirewallTrafficSpec{}
 	}
 	internal, err := internalRanges(fw)
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, nil, err
 	}
 	chains, err := buildChains(fw)
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, nil, err
 	}
-	return fw, internal, chains, nil
+	return internal, chains, nil
 }

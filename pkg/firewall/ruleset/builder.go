@@ -103,7 +103,7 @@ type indexedGroup struct {
 
 // Build returns the ruleset for the inputs, as Build does.
 func (b *Builder) Build(fw *fwv1alpha1.FirewallTrafficSpec, policies []*fwv1alpha1.PolicySpec, services []ServiceAllow) (*Ruleset, error) {
-	fw, internal, chains, err := firewallParts(fw)
+	internal, chains, err := firewallParts(fw)
 	if err != nil {
 		return nil, err
 	}
