@@ -184,11 +184,25 @@ var _ = Describe("firewall agent in network namespaces", func() {
 		if _, err := exec.LookPath("iperf3"); err != nil {
 			Fail("the rate limit test needs iperf3")
 		}
-		server := exec.Command("ip", "netns", "exec", t.outside.Name, "iperf3", "-s", "-p", "5201")
-		Expect(server.Start()).To(Succeed())
+		// The server's output goes to the test log, and a server that has exited (seen once in CI
+		// as "connection refused" for 20 s) is started again before the next attempt.
+		var server *exec.Cmd
+		var exited chan struct{}
+		startServer := func() {
+			server = exec.Command("ip", "netns", "exec", t.outside.Name, "iperf3", "-s", "-p", "5201")
+			server.Stdout, server.Stderr = GinkgoWriter, GinkgoWriter
+			Expect(server.Start()).To(Succeed())
+			done := make(chan struct{})
+			exited = done
+			go func(cmd *exec.Cmd) {
+				_ = cmd.Wait()
+				close(done)
+			}(server)
+		}
+		startServer()
 		DeferCleanup(func() {
 			_ = server.Process.Kill()
-			_ = server.Wait()
+			<-exited
 		})
 		allow5201 := "      - to: [{cidr: 203.0.113.2/32}]\n        ports: [{port: 5201}]\n"
 		receive := func() float64 {
@@ -203,6 +217,13 @@ var _ = Describe("firewall agent in network namespaces", func() {
 			// A run that reports nothing received is iperf3 failing (it was
 			// seen under load), not a figure: run it again.
 			Eventually(func(g Gomega) {
+				select {
+				case <-exited:
+					GinkgoWriter.Println("the iperf3 server had exited; starting it again")
+					startServer()
+					time.Sleep(200 * time.Millisecond)
+				default:
+				}
 				out, err := t.node.Exec("iperf3", "-c", outsideV4, "-p", "5201", "-R", "-t", "2", "-J")
 				g.Expect(err).NotTo(HaveOccurred())
 				g.Expect(json.Unmarshal([]byte(out), &res)).To(Succeed())
