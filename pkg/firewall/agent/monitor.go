@@ -11,7 +11,7 @@ import (
 
 	fwv1alpha1 "github.com/metal-firewall/gardener-extension-firewall/pkg/apis/firewall/v1alpha1"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/firewall/config"
-	"github.com/metal-firewall/gardener-extension-firewall/pkg/firewall/nftables"
+	"github.com/metal-firewall/gardener-extension-firewall/pkg/firewall/metrics"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/firewall/ruleset"
 )
 
@@ -21,12 +21,6 @@ const (
 	ConditionSeedConnected  = "SeedConnected"
 	ConditionShootConnected = "ShootConnected"
 )
-
-// counterReader is an Applier that can read its rules' counters;
-// *nftables.Programmer is one.
-type counterReader interface {
-	RuleCounters(table string) (map[string]nftables.Counter, error)
-}
 
 // monitorState keeps the monitor's conditions between heartbeats, so that a
 // condition's transition time is when it changed, not when it was written.
@@ -73,7 +67,7 @@ func (a *Agent) writeMonitor(ctx context.Context, cfg *config.Config, usesSeed b
 		Message:       message,
 		Conditions:    slices.Clone(a.monitor.conditions),
 	}
-	if r, ok := a.Applier.(counterReader); ok {
+	if r, ok := a.Applier.(metrics.CounterReader); ok {
 		counters, err := r.RuleCounters(ruleset.TableName)
 		if err != nil {
 			a.Log.Error("reading the rule counters", "error", err)
