@@ -126,7 +126,7 @@ func (a *actuator) Reconcile(ctx context.Context, log logr.Logger, ex *extension
 	if err != nil {
 		return err
 	}
-	ingresses, err := a.ingresses(ctx, ex.Namespace, seedIngressDomain(cluster))
+	ingresses, err := a.ingresses(ctx, ex.Namespace, seedIngressDomain(cluster.Seed))
 	if err != nil {
 		return err
 	}
@@ -255,7 +255,7 @@ func (a *actuator) knownIngressNamespaces(ctx context.Context, ex *extensionsv1a
 	domain := ""
 	// Best effort: the Cluster may be gone while the shoot is deleted; the status holds the rest.
 	if cluster, err := extensionscontroller.GetCluster(ctx, a.client, ex.Namespace); err == nil {
-		domain = seedIngressDomain(cluster)
+		domain = seedIngressDomain(cluster.Seed)
 	}
 	ingresses, err := a.ingresses(ctx, ex.Namespace, domain)
 	if err != nil {
@@ -325,11 +325,11 @@ func splitCIDRs(s string) []string {
 
 // seedIngressDomain is the seed's wildcard ingress domain (ingress.<seed domain>), under which
 // Gardener exposes the shoot's observability components; empty if the seed has none.
-func seedIngressDomain(cluster *extensionscontroller.Cluster) string {
-	if cluster == nil || cluster.Seed == nil || cluster.Seed.Spec.Ingress == nil {
+func seedIngressDomain(seed *gardencorev1beta1.Seed) string {
+	if seed == nil || seed.Spec.Ingress == nil {
 		return ""
 	}
-	return strings.TrimPrefix(cluster.Seed.Spec.Ingress.Domain, "*.")
+	return strings.TrimPrefix(seed.Spec.Ingress.Domain, "*.")
 }
 
 // gatewayHosts are the hosts of a Gateway in the shoot namespace that the shoot's policy covers:

@@ -119,11 +119,11 @@ func TestIngresses(t *testing.T) {
 }
 
 func TestSeedIngressDomain(t *testing.T) {
-	if got := seedIngressDomain(&extensionscontroller.Cluster{}); got != "" {
+	if got := seedIngressDomain(nil); got != "" {
 		t.Fatalf("no seed: %q", got)
 	}
 	seed := &gardencorev1beta1.Seed{Spec: gardencorev1beta1.SeedSpec{Ingress: &gardencorev1beta1.Ingress{Domain: "ingress.seed.example.com"}}}
-	if got := seedIngressDomain(&extensionscontroller.Cluster{Seed: seed}); got != "ingress.seed.example.com" {
+	if got := seedIngressDomain(seed); got != "ingress.seed.example.com" {
 		t.Fatalf("got %q", got)
 	}
 }

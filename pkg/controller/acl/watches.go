@@ -22,7 +22,7 @@ func clusterInputs(c *extensionsv1alpha1.Cluster) string {
 		if seed.Spec.Networks.Nodes != nil {
 			parts = append(parts, *seed.Spec.Networks.Nodes)
 		}
-		parts = append(parts, seed.Spec.Networks.Pods, seedIngressDomain(&extensionscontroller.Cluster{Seed: seed}))
+		parts = append(parts, seed.Spec.Networks.Pods, seedIngressDomain(seed))
 	}
 	if shoot, err := extensionscontroller.ShootFromCluster(c); err == nil && shoot != nil {
 		parts = append(parts, shootCIDRs(shoot)...)
