@@ -77,10 +77,39 @@ func (d *demo) agentRuleset() (string, error) {
 // the rules that only look up empty policy sets are counted, not listed.
 func excerpt(ruleset string) string {
 	blocks := nftBlocks(ruleset)
-	empty := map[string]bool{}
+	// Left out: sets without elements, the shard chains that only look
+	// them up, and the verdict maps that only jump to such chains.
+	empty, emptySets, idleChains := map[string]bool{}, 0, map[string]bool{}
 	var out []string
 	for _, b := range blocks {
 		if strings.HasPrefix(b.header, "set ") && !strings.Contains(strings.Join(b.body, "\n"), "elements") {
+			empty["@"+strings.Fields(b.header)[1]] = true
+			emptySets++
+		}
+	}
+	for _, b := range blocks {
+		if !strings.HasPrefix(b.header, "chain ") || strings.Contains(strings.Join(b.body, "\n"), " hook ") {
+			continue
+		}
+		idle := true
+		for _, line := range b.body {
+			idle = idle && (strings.TrimSpace(line) == "" || looksUpOnly(line, empty))
+		}
+		if idle {
+			idleChains[strings.Fields(b.header)[1]] = true
+		}
+	}
+	for _, b := range blocks {
+		if !strings.HasPrefix(b.header, "map ") {
+			continue
+		}
+		body := strings.Join(b.body, " ")
+		idle := strings.Contains(body, ": jump ")
+		for _, f := range strings.Split(body, ": jump ")[1:] {
+			target := strings.Trim(strings.Fields(f)[0], ",}")
+			idle = idle && idleChains[target]
+		}
+		if idle {
 			empty["@"+strings.Fields(b.header)[1]] = true
 		}
 	}
@@ -88,7 +117,7 @@ func excerpt(ruleset string) string {
 		out = append(out, blocks[0].outer)
 	}
 	for _, b := range blocks {
-		if empty["@"+strings.Fields(b.header)[1]] {
+		if name := strings.Fields(b.header)[1]; empty["@"+name] || strings.HasPrefix(b.header, "chain ") && idleChains[name] {
 			continue
 		}
 		out = append(out, "\t"+b.header)
@@ -109,7 +138,7 @@ func excerpt(ruleset string) string {
 		}
 		out = append(out, "\t}")
 	}
-	out = append(out, "}", fmt.Sprintf("(%d empty sets left out)", len(empty)))
+	out = append(out, "}", fmt.Sprintf("(%d empty sets, %d maps and %d chains of empty shards left out)", emptySets, len(empty)-emptySets, len(idleChains)))
 	return strings.ReplaceAll(strings.Join(out, "\n"), "\t", "  ")
 }
 

@@ -169,8 +169,8 @@ func (m *Metrics) ObserveSource(source string, err error) {
 
 // ruleCounters collects the kernel's rule counters at scrape time, so they
 // are as fresh as the scrape and cost nothing between scrapes. The rule ID
-// (e.g. egress-v4-3, ratelimit:eth1) is the only label: a fixed set given by
-// the config, never an address.
+// (e.g. egress-v4, ratelimit:eth1) is the only label: a fixed set given by
+// the config, never an address nor a shard (the shards of a set share one ID).
 type ruleCounters struct {
 	reader CounterReader
 	log    *slog.Logger
@@ -178,9 +178,9 @@ type ruleCounters struct {
 
 var (
 	rulePackets = prometheus.NewDesc("firewall_agent_rule_packets_total",
-		"Packets that matched a rule of the agent's table, as the kernel counts them (reset when the table is replaced).", []string{"rule"}, nil)
+		"Packets that matched a rule of the agent's table, as the kernel counts them (carried over when the table is replaced).", []string{"rule"}, nil)
 	ruleBytes = prometheus.NewDesc("firewall_agent_rule_bytes_total",
-		"Bytes that matched a rule of the agent's table, as the kernel counts them (reset when the table is replaced).", []string{"rule"}, nil)
+		"Bytes that matched a rule of the agent's table, as the kernel counts them (carried over when the table is replaced).", []string{"rule"}, nil)
 	ruleCountersUp = prometheus.NewDesc("firewall_agent_rule_counters_up",
 		"Whether the rule counters could be read from the kernel at this scrape.", nil, nil)
 )

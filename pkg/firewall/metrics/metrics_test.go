@@ -45,7 +45,7 @@ func scrape(h http.Handler) (string, map[string]float64) {
 var _ = Describe("Metrics", func() {
 	It("serves what the agent observed, in the Prometheus text format", func() {
 		counters := &fakeCounters{counters: map[string]nftables.Counter{
-			"egress-v4-3": {Packets: 7, Bytes: 700}, "ratelimit:eth1": {Packets: 1, Bytes: 1500},
+			"egress-v4": {Packets: 7, Bytes: 700}, "ratelimit:eth1": {Packets: 1, Bytes: 1500},
 		}}
 		m := metrics.New("v1.2.3", counters, nil)
 		rs, err := ruleset.Build(&fwv1alpha1.FirewallTrafficSpec{InternalPrefixes: []string{"10.0.1.0/24"}},
@@ -78,7 +78,7 @@ var _ = Describe("Metrics", func() {
 			"the last success stays when the source fails")
 		Expect(got).NotTo(HaveKey(`firewall_agent_source_up{source="shoot"}`), "a source the agent does not read has no series")
 		Expect(got).To(HaveKeyWithValue(`firewall_agent_rule_counters_up`, 1.0))
-		Expect(got).To(HaveKeyWithValue(`firewall_agent_rule_packets_total{rule="egress-v4-3"}`, 7.0))
+		Expect(got).To(HaveKeyWithValue(`firewall_agent_rule_packets_total{rule="egress-v4"}`, 7.0))
 		Expect(got).To(HaveKeyWithValue(`firewall_agent_rule_bytes_total{rule="ratelimit:eth1"}`, 1500.0))
 		Expect(text).To(ContainSubstring("# TYPE firewall_agent_rule_packets_total counter"))
 		Expect(got).To(HaveKey(`go_goroutines`))
@@ -87,7 +87,7 @@ var _ = Describe("Metrics", func() {
 		counters.err = errors.New("netlink says no")
 		_, got = scrape(m.Handler())
 		Expect(got).To(HaveKeyWithValue(`firewall_agent_rule_counters_up`, 0.0))
-		Expect(got).NotTo(HaveKey(`firewall_agent_rule_packets_total{rule="egress-v4-3"}`))
+		Expect(got).NotTo(HaveKey(`firewall_agent_rule_packets_total{rule="egress-v4"}`))
 		Expect(got).To(HaveKeyWithValue(`firewall_agent_applies_total{result="changed"}`, 1.0))
 	})
 

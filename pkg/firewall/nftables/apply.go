@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/google/nftables"
+	"github.com/google/nftables/expr"
 	"github.com/google/nftables/userdata"
 
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/firewall/ruleset"
@@ -139,13 +140,17 @@ func (p *Programmer) cached(table *nftables.Table, rs *ruleset.Ruleset) *kernelS
 }
 
 // sameStructure tells whether a and b have the same sets, chains and rules,
-// so that going from a to b only changes set elements.
+// and their verdict maps the same elements, so that going from a to b only
+// changes the elements of the other sets. A new shard layout replaces the
+// table: moving elements between shards would make the kernel walk them one
+// by one, while dropping a whole set costs nothing.
 func sameStructure(a, b *ruleset.Ruleset) bool {
 	if a.Table != b.Table || len(a.Sets) != len(b.Sets) || len(a.Chains) != len(b.Chains) {
 		return false
 	}
 	for i, s := range a.Sets {
-		if t := b.Sets[i]; s.Name != t.Name || s.V6 != t.V6 || s.Kind != t.Kind {
+		if t := b.Sets[i]; s.Name != t.Name || s.V6 != t.V6 || s.Kind != t.Kind ||
+			s.Kind == ruleset.DispatchMap && !slices.Equal(s.Elements, t.Elements) {
 			return false
 		}
 	}
@@ -200,8 +205,11 @@ func (p *Programmer) read(table *nftables.Table, rs *ruleset.Ruleset) (*kernelSt
 	for _, want := range rs.Sets {
 		got, ok := state.sets[want.Name]
 		wantSet := kernelSet(table, want)
-		if !ok || got.Interval != wantSet.Interval || got.Concatenation != wantSet.Concatenation ||
-			got.KeyType.GetNFTMagic() != wantSet.KeyType.GetNFTMagic() || got.KeyType.Bytes != wantSet.KeyType.Bytes {
+		if !ok || got.Interval != wantSet.Interval || got.Concatenation != wantSet.Concatenation || got.IsMap != wantSet.IsMap {
+			return nil, nil
+		}
+		// google/nftables v0.3.0 lists a verdict map's key type as verdict.
+		if !got.IsMap && (got.KeyType.GetNFTMagic() != wantSet.KeyType.GetNFTMagic() || got.KeyType.Bytes != wantSet.KeyType.Bytes) {
 			return nil, nil
 		}
 	}
@@ -226,9 +234,7 @@ func (p *Programmer) read(table *nftables.Table, rs *ruleset.Ruleset) (*kernelSt
 				got = c
 			}
 		}
-		wantChain := kernelChain(table, want)
-		if got == nil || got.Type != wantChain.Type || got.Hooknum == nil || *got.Hooknum != *wantChain.Hooknum ||
-			got.Priority == nil || *got.Priority != *wantChain.Priority || got.Policy == nil || *got.Policy != *wantChain.Policy {
+		if got == nil || !sameChain(got, kernelChain(table, want)) {
 			return nil, nil
 		}
 		rules, err := p.conn.GetRules(table, got)
@@ -253,9 +259,22 @@ func (p *Programmer) read(table *nftables.Table, rs *ruleset.Ruleset) (*kernelSt
 		}
 		decoded := decode(want.Kind, want.V6, elems)
 		slices.SortFunc(decoded, ruleset.CompareElements)
+		if want.Kind == ruleset.DispatchMap && !slices.Equal(decoded, want.Elements) {
+			return nil, nil // another shard layout
+		}
 		state.elements[want.Name] = decoded
 	}
 	return state, nil
+}
+
+// sameChain tells whether the kernel's chain got is the chain want: a base
+// chain of the same type, hook, priority and policy, or a regular chain.
+func sameChain(got, want *nftables.Chain) bool {
+	if want.Hooknum == nil {
+		return got.Hooknum == nil
+	}
+	return got.Type == want.Type && got.Hooknum != nil && *got.Hooknum == *want.Hooknum &&
+		got.Priority != nil && *got.Priority == *want.Priority && got.Policy != nil && *got.Policy == *want.Policy
 }
 
 // applyElements sends only the added and removed set elements.
@@ -293,12 +312,24 @@ func (p *Programmer) applyElements(rs *ruleset.Ruleset, current *kernelState) (R
 }
 
 // applyFull replaces the table in one transaction: add (so that the delete
-// cannot fail on a missing table), delete, and create it anew.
+// cannot fail on a missing table), delete, and create it anew. The new rules
+// start from the counters of the old rules with the same ID, so counters go
+// on across a replacement (less what the kernel counted in the moment
+// between reading them and the commit).
 func (p *Programmer) applyFull(table *nftables.Table, rs *ruleset.Ruleset) (Result, error) {
 	c := p.conn
+	carried, err := ruleCounters(c, table.Name)
+	if err != nil {
+		carried = nil // counters start again from zero
+	}
 	c.AddTable(table)
 	c.DelTable(table)
 	c.AddTable(table)
+	// Chains first: the verdict maps' elements jump to them.
+	chains := map[string]*nftables.Chain{}
+	for _, ch := range rs.Chains {
+		chains[ch.Name] = c.AddChain(kernelChain(table, ch))
+	}
 	sets := map[string]*nftables.Set{}
 	for _, s := range rs.Sets {
 		ks := kernelSet(table, s)
@@ -311,13 +342,20 @@ func (p *Programmer) applyFull(table *nftables.Table, rs *ruleset.Ruleset) (Resu
 		sets[s.Name] = ks
 	}
 	for _, ch := range rs.Chains {
-		kc := c.AddChain(kernelChain(table, ch))
 		for _, r := range ch.Rules {
 			ex, err := exprs(r, sets)
 			if err != nil {
 				return Result{}, err
 			}
-			c.AddRule(&nftables.Rule{Table: table, Chain: kc, Exprs: ex,
+			if n, ok := carried[r.ID]; ok {
+				for _, e := range ex {
+					if ctr, isCounter := e.(*expr.Counter); isCounter {
+						ctr.Packets, ctr.Bytes = n.Packets, n.Bytes
+						delete(carried, r.ID) // once, for rules that share an ID
+					}
+				}
+			}
+			c.AddRule(&nftables.Rule{Table: table, Chain: chains[ch.Name], Exprs: ex,
 				UserData: userdata.AppendString(nil, userdata.TypeComment, ruleset.Comment(r))})
 		}
 	}
@@ -334,6 +372,8 @@ func kernelSet(table *nftables.Table, s *ruleset.Set) *nftables.Set {
 	}
 	ks := &nftables.Set{Table: table, Name: s.Name, Interval: s.Kind != ruleset.AddrProtoPortExactSet, KeyType: addr}
 	switch {
+	case s.Kind == ruleset.DispatchMap:
+		ks.IsMap, ks.DataType = true, nftables.TypeVerdict
 	case s.Kind.Concat():
 		ks.Concatenation = true
 		ks.KeyType = nftables.MustConcatSetType(addr, nftables.TypeInetProto, nftables.TypeInetService)
@@ -345,6 +385,9 @@ func kernelSet(table *nftables.Table, s *ruleset.Set) *nftables.Set {
 }
 
 func kernelChain(table *nftables.Table, c *ruleset.Chain) *nftables.Chain {
+	if c.Hook == "" {
+		return &nftables.Chain{Name: c.Name, Table: table}
+	}
 	kc := &nftables.Chain{
 		Name:     c.Name,
 		Table:    table,

@@ -134,8 +134,11 @@ var _ = Describe("Programmer", func() {
 
 		By("repairing a change someone else made behind the agent's back")
 		deleted := 0
-		for shard := range ruleset.ConcatShards {
-			if _, err := ns.Exec("nft", fmt.Sprintf("delete element inet firewall-agent egress_v4_%d { 203.0.113.0/25 . udp . 53 }", shard)); err == nil {
+		for _, set := range build(mixed).Sets {
+			if !strings.HasPrefix(set.Name, "egress_v4_") || set.Kind != ruleset.AddrProtoPortSet {
+				continue
+			}
+			if _, err := ns.Exec("nft", fmt.Sprintf("delete element inet firewall-agent %s { 203.0.113.0/25 . udp . 53 }", set.Name)); err == nil {
 				deleted++
 			}
 		}
@@ -190,14 +193,17 @@ var _ = Describe("Programmer", func() {
 
 	It("applies 20,000 policy items and updates one of them", func() {
 		big := policies(20000)
-		res, err := p.Apply(build(big))
+		rs := build(big)
+		res, err := p.Apply(rs)
 		Expect(err).NotTo(HaveOccurred())
 		Expect(res.Mode).To(Equal(nftables.Full))
 		GinkgoWriter.Printf("full apply of 20,000 items: %v\n", res.Duration)
 		count := func(set string) int {
-			n := strings.Count(list(ns, "set", "inet", ruleset.TableName, set+"_exact"), " . tcp . ")
-			for shard := range ruleset.ConcatShards {
-				n += strings.Count(list(ns, "set", "inet", ruleset.TableName, fmt.Sprintf("%s_%d", set, shard)), " . tcp . ")
+			n := 0
+			for _, s := range rs.Sets {
+				if strings.HasPrefix(s.Name, set+"_") && s.Kind.Concat() {
+					n += strings.Count(list(ns, "set", "inet", ruleset.TableName, s.Name), " . tcp . ")
+				}
 			}
 			return n
 		}

@@ -209,8 +209,8 @@ func TestBenchTable(t *testing.T) {
 		return fmt.Sprintf("%.1f / %.1f ms", float64(median(ds[0]).Microseconds())/1000, float64(median(ds[1]).Microseconds())/1000)
 	}
 
-	rows := [][]string{{"item shape", "policy items", "set elements", "agent: full apply", "agent: one-CIDR update (changed / back)", "of which netlink",
-		"one-CIDR update, full Build (before)", "baseline: rule per item, nft -f"}}
+	rows := [][]string{{"item shape", "policy items", "set elements", "shards (v4 egress)", "agent: full apply", "agent: one-CIDR update (changed / back)", "of which netlink",
+		"baseline: rule per item, nft -f"}}
 	for _, wide := range []bool{false, true} {
 		shape := "1 network, 1 port"
 		if wide {
@@ -222,40 +222,28 @@ func TestBenchTable(t *testing.T) {
 			ns := benchNS(t)
 			p := nftables.NewProgrammer(ns.Path())
 			var (
-				full                        []time.Duration
-				update, netlinkPart, before [2][]time.Duration
+				full                []time.Duration
+				update, netlinkPart [2][]time.Duration
 			)
 			for range runs {
 				full = append(full, fullApply(t, ns, p, spec))
 			}
-			// Every update changes one CIDR, back and forth. The agent's
-			// Builder (which knows the applied state) and, before it, a
-			// Build from scratch take turns in blocks, so that both see
-			// the same load; the first update of a block is not counted
-			// (the programmer's memory is then the other's ruleset).
-			build, k := with(&ruleset.Builder{}), -1
+			// Every update changes one CIDR, back and forth, built by the
+			// agent's Builder, which knows the applied state.
+			build := with(&ruleset.Builder{})
 			build(t, spec)
-			next := func(b buildFn, into *[2][]time.Duration) {
-				k++
-				d := oneCIDRUpdate(t, p, b, spec, k)
-				if into != nil {
-					into[k%2] = append(into[k%2], d)
-				}
+			for k := range 4 * runs {
+				d := oneCIDRUpdate(t, p, build, spec, k)
+				update[k%2] = append(update[k%2], d)
+				netlinkPart[k%2] = append(netlinkPart[k%2], lastNetlink)
 			}
-			for range 2 {
-				next(build, nil)
-				for range 2 * runs {
-					next(build, &update)
-					netlinkPart[k%2] = append(netlinkPart[k%2], lastNetlink)
-				}
-				next(fullBuild, nil)
-				for range 2 * runs {
-					next(fullBuild, &before)
-				}
-			}
-			elems := 0
+			elems, shards := 0, 0
 			for _, s := range fullBuild(t, spec).Sets {
-				elems += len(s.Elements)
+				if s.Kind != ruleset.DispatchMap {
+					elems += len(s.Elements)
+				} else if s.Name == ruleset.DispatchName(ruleset.SetEgress, false) {
+					shards = len(s.Elements)
+				}
 			}
 			base := fmt.Sprintf("> %d s (not run: smaller size already over)", int(limit.Seconds()))
 			if !gaveUp {
@@ -265,11 +253,11 @@ func TestBenchTable(t *testing.T) {
 					base, gaveUp = fmt.Sprintf("> %d s (gave up)", int(limit.Seconds())), true
 				}
 			}
-			rows = append(rows, []string{shape, fmt.Sprint(n), fmt.Sprint(elems), ms(median(full)), pair(update), pair(netlinkPart), pair(before), base})
+			rows = append(rows, []string{shape, fmt.Sprint(n), fmt.Sprint(elems), fmt.Sprint(shards), ms(median(full)), pair(update), pair(netlinkPart), base})
 		}
 	}
 	fmt.Printf("\nfirewall-agent apply benchmark: median of %d full applies and of %d one-CIDR updates each way (build + netlink),\n"+
-		"the agent building incrementally (ruleset.Builder), before = from scratch (ruleset.Build) in turns with it;\n"+
+		"the agent building incrementally (ruleset.Builder);\n"+
 		"baseline = the same items as one rule each with anonymous sets, loaded with nft -f once (limit %s)\n\n", runs, 2*runs, limit)
 	for i, r := range rows {
 		fmt.Printf("| %s |\n", strings.Join(r, " | "))

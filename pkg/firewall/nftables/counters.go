@@ -15,13 +15,20 @@ type Counter struct {
 }
 
 // RuleCounters reads the counters of the rules in the agent's table, keyed by
-// rule ID (the first word of the rule comment), e.g. for metrics and the monitor.
+// rule ID (the first word of the rule comment), e.g. for metrics and the
+// monitor. Rules that share an ID (the shards of a set) are added up.
 func (p *Programmer) RuleCounters(tableName string) (map[string]Counter, error) {
 	conn, err := Open(p.nsPath)
 	if err != nil {
 		return nil, err
 	}
 	defer func() { _ = conn.CloseLasting() }()
+	return ruleCounters(conn, tableName)
+}
+
+// ruleCounters reads the rule counters of the table through conn; none if
+// the table does not exist.
+func ruleCounters(conn *nftables.Conn, tableName string) (map[string]Counter, error) {
 	table := &nftables.Table{Name: tableName, Family: nftables.TableFamilyINet}
 	chains, err := conn.ListChainsOfTableFamily(nftables.TableFamilyINet)
 	if err != nil {
@@ -41,7 +48,8 @@ func (p *Programmer) RuleCounters(tableName string) (map[string]Counter, error) 
 			id, _, _ := strings.Cut(comment, " ")
 			for _, e := range r.Exprs {
 				if ctr, ok := e.(*expr.Counter); ok {
-					out[id] = Counter{Packets: ctr.Packets, Bytes: ctr.Bytes}
+					sum := out[id]
+					out[id] = Counter{Packets: sum.Packets + ctr.Packets, Bytes: sum.Bytes + ctr.Bytes}
 				}
 			}
 		}

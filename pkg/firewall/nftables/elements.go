@@ -5,8 +5,12 @@ import (
 	"encoding/binary"
 	"net/netip"
 	"slices"
+	"strings"
 
 	"github.com/google/nftables"
+	"github.com/google/nftables/expr"
+	"github.com/mdlayher/netlink"
+	"golang.org/x/sys/unix"
 
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/firewall/ruleset"
 )
@@ -21,8 +25,11 @@ const ElementsPerMessage = 512
 // the address after the range (none when the range ends at the last address);
 // a concatenated interval set takes the range as key and key end.
 func encode(kind ruleset.SetKind, e ruleset.Element) []nftables.SetElement {
-	if kind == ruleset.AddrSet {
+	if kind == ruleset.AddrSet || kind == ruleset.DispatchMap {
 		out := []nftables.SetElement{{Key: e.Addr.From.AsSlice()}}
+		if kind == ruleset.DispatchMap {
+			out[0].VerdictData = &expr.Verdict{Kind: expr.VerdictJump, Chain: e.Chain}
+		}
 		if next := e.Addr.To.Next(); next.IsValid() && next.Is4() == e.Addr.To.Is4() {
 			out = append(out, nftables.SetElement{Key: next.AsSlice(), IntervalEnd: true})
 		}
@@ -95,9 +102,19 @@ func decode(kind ruleset.SetKind, v6 bool, elems []nftables.SetElement) []rulese
 		}
 		return out
 	}
-	// Plain interval set: pair each start with the interval end after it.
+	// Plain interval set or map: pair each start with the interval end
+	// after it. A range that touches the next one ends where that one
+	// starts, so at the same key the end comes first.
 	sorted := slices.Clone(elems)
-	slices.SortStableFunc(sorted, func(a, b nftables.SetElement) int { return bytes.Compare(a.Key, b.Key) })
+	slices.SortStableFunc(sorted, func(a, b nftables.SetElement) int {
+		if c := bytes.Compare(a.Key, b.Key); c != 0 || a.IntervalEnd == b.IntervalEnd {
+			return c
+		}
+		if a.IntervalEnd {
+			return -1
+		}
+		return 1
+	})
 	for i := 0; i < len(sorted); i++ {
 		el := sorted[i]
 		if el.IntervalEnd || len(el.Key) != addrLen {
@@ -110,9 +127,28 @@ func decode(kind ruleset.SetKind, v6 bool, elems []nftables.SetElement) []rulese
 			to = end.Prev()
 			i++
 		}
-		out = append(out, ruleset.Element{Addr: ruleset.Range{From: from, To: to}})
+		e := ruleset.Element{Addr: ruleset.Range{From: from, To: to}}
+		if kind == ruleset.DispatchMap {
+			e.Chain = jumpTarget(el.Val)
+		}
+		out = append(out, e)
 	}
 	return out
+}
+
+// jumpTarget returns the chain of a verdict as google/nftables lists it in a
+// map element's value: the nested verdict code and chain attributes.
+func jumpTarget(val []byte) string {
+	ad, err := netlink.NewAttributeDecoder(val)
+	if err != nil {
+		return ""
+	}
+	for ad.Next() {
+		if ad.Type() == unix.NFTA_VERDICT_CHAIN {
+			return strings.TrimRight(ad.String(), "\x00")
+		}
+	}
+	return ""
 }
 
 func lastAddr(v6 bool) netip.Addr {

@@ -108,6 +108,15 @@ func exprs(r *ruleset.Rule, sets map[string]*nftables.Set) ([]expr.Any, error) {
 			l,
 		)
 	}
+	if r.DispatchMap != "" {
+		l, err := lookup(r.DispatchMap)
+		if err != nil {
+			return nil, err
+		}
+		// A verdict map: the lookup writes the verdict register.
+		l.IsDestRegSet, l.DestRegister = true, 0
+		out = append(out, addrPayload(v6, r.DispatchSaddr, reg1), l)
+	}
 	if r.LogLimitPerSecond > 0 {
 		// nft's default burst for packet limits is 5.
 		out = append(out, &expr.Limit{Type: expr.LimitTypePkts, Rate: uint64(r.LogLimitPerSecond), Unit: expr.LimitTimeSecond, Burst: 5})

@@ -23,19 +23,28 @@ const (
 	SetIngressAny = "ingress_any" // sources allowed to the inside on every port
 )
 
-// ConcatShards is the number of sets each address . proto . port set is
-// spread over, by a hash of the element. The kernel's set type for
-// concatenated intervals (pipapo) rebuilds its lookup tables on every change
-// at a cost that grows with the set's size (~45 ms at 15,000 elements); with
-// the elements spread over a fixed number of sets, a one-CIDR change
-// rebuilds only the one or two small sets it touches. The number is fixed, so
-// the rules stay the same whatever the policies; each shard costs one more
-// lookup for the first packet of a connection.
-const ConcatShards = 8
-
-// ShardName is the name of one shard of a concatenated set.
+// ShardName is the name of one shard of a concatenated set, and of the chain
+// that matches it.
 func ShardName(base string, v6 bool, shard int) string {
 	return fmt.Sprintf("%s_%d", SetName(base, v6), shard)
+}
+
+// SpanName is the name of the set of the range elements of a concatenated set
+// that cross the bounds of its shards.
+func SpanName(base string, v6 bool) string {
+	return SetName(base, v6) + "_span"
+}
+
+// DispatchName is the name of the verdict map that jumps to the shards of a
+// concatenated set.
+func DispatchName(base string, v6 bool) string {
+	return SetName(base, v6) + "_shards"
+}
+
+// rangesRuleID is the ID of the rules that accept the range elements of a
+// concatenated set: its span rule and its shards' rules, counted as one.
+func rangesRuleID(base string, v6 bool) string {
+	return base + suffix(v6)
 }
 
 // SetName is the name of the set of the given base name and family.
@@ -56,6 +65,12 @@ func SetName(base string, v6 bool) string {
 // services allow their sources to load balancer addresses and ports (the
 // shoot's LoadBalancer Services), whether those are internal or not.
 func Build(fw *fwv1alpha1.FirewallTrafficSpec, policies []*fwv1alpha1.PolicySpec, services []ServiceAllow) (*Ruleset, error) {
+	return buildWith(fw, policies, services, [2][2]*shardLayout{})
+}
+
+// buildWith builds as Build does, with the given shard layouts (by direction
+// and family) where they are not nil and fresh ones elsewhere.
+func buildWith(fw *fwv1alpha1.FirewallTrafficSpec, policies []*fwv1alpha1.PolicySpec, services []ServiceAllow, layouts [2][2]*shardLayout) (*Ruleset, error) {
 	internal, chains, err := firewallParts(fw)
 	if err != nil {
 		return nil, err
@@ -79,14 +94,19 @@ func Build(fw *fwv1alpha1.FirewallTrafficSpec, policies []*fwv1alpha1.PolicySpec
 	}
 
 	rs := &Ruleset{Table: TableName, Chains: chains}
-	for _, v6 := range []bool{false, true} {
+	var used [2][2]shardLayout
+	for f, v6 := range []bool{false, true} {
+		egressSets, egressLayout := concatSets(SetEgress, v6, egress.ports, layouts[egressDir][f])
+		ingressSets, ingressLayout := concatSets(SetIngress, v6, ingress.ports, layouts[ingressDir][f])
+		used[egressDir][f], used[ingressDir][f] = egressLayout, ingressLayout
 		rs.Sets = append(rs.Sets, addrSet(SetName(SetInternal, v6), v6, internal))
-		rs.Sets = append(rs.Sets, concatSets(SetEgress, v6, egress.ports)...)
+		rs.Sets = append(rs.Sets, egressSets...)
 		rs.Sets = append(rs.Sets, addrSet(SetName(SetEgressAny, v6), v6, Merge(egress.any)))
-		rs.Sets = append(rs.Sets, concatSets(SetIngress, v6, ingress.ports)...)
+		rs.Sets = append(rs.Sets, ingressSets...)
 		rs.Sets = append(rs.Sets, addrSet(SetName(SetIngressAny, v6), v6, Merge(ingress.any)))
 		rs.Sets = append(rs.Sets, serviceSet(v6, services))
 	}
+	rs.Chains = append(rs.Chains, layoutChains(used)...)
 	return rs, nil
 }
 
@@ -116,22 +136,24 @@ func buildChains(fw *fwv1alpha1.FirewallTrafficSpec) ([]*Chain, error) {
 	forward.Rules = append(forward.Rules, &Rule{ID: "established", CtEstablishedRelated: true, Counter: true, Verdict: Accept})
 	for _, v6 := range []bool{false, true} {
 		fam := family(v6)
-		forward.Rules = append(forward.Rules, &Rule{ID: "egress-exact" + suffix(v6), Family: fam,
-			SaddrSet: SetName(SetInternal, v6), ConcatSet: ExactName(SetEgress, v6), Counter: true, Verdict: Accept})
-		for shard := range ConcatShards {
-			forward.Rules = append(forward.Rules, &Rule{ID: fmt.Sprintf("egress%s-%d", suffix(v6), shard), Family: fam,
-				SaddrSet: SetName(SetInternal, v6), ConcatSet: ShardName(SetEgress, v6, shard), Counter: true, Verdict: Accept})
-		}
-		forward.Rules = append(forward.Rules, &Rule{ID: "egress-any" + suffix(v6), Family: fam,
-			SaddrSet: SetName(SetInternal, v6), DaddrSet: SetName(SetEgressAny, v6), Counter: true, Verdict: Accept})
-		forward.Rules = append(forward.Rules, &Rule{ID: "ingress-exact" + suffix(v6), Family: fam,
-			DaddrSet: SetName(SetInternal, v6), ConcatSet: ExactName(SetIngress, v6), ConcatSaddr: true, Counter: true, Verdict: Accept})
-		for shard := range ConcatShards {
-			forward.Rules = append(forward.Rules, &Rule{ID: fmt.Sprintf("ingress%s-%d", suffix(v6), shard), Family: fam,
-				DaddrSet: SetName(SetInternal, v6), ConcatSet: ShardName(SetIngress, v6, shard), ConcatSaddr: true, Counter: true, Verdict: Accept})
-		}
-		forward.Rules = append(forward.Rules, &Rule{ID: "ingress-any" + suffix(v6), Family: fam,
-			SaddrSet: SetName(SetIngressAny, v6), DaddrSet: SetName(SetInternal, v6), Counter: true, Verdict: Accept})
+		forward.Rules = append(forward.Rules,
+			&Rule{ID: "egress-exact" + suffix(v6), Family: fam,
+				SaddrSet: SetName(SetInternal, v6), ConcatSet: ExactName(SetEgress, v6), Counter: true, Verdict: Accept},
+			&Rule{ID: "egress-dispatch" + suffix(v6), Family: fam,
+				SaddrSet: SetName(SetInternal, v6), DispatchMap: DispatchName(SetEgress, v6)},
+			&Rule{ID: rangesRuleID(SetEgress, v6), Family: fam,
+				SaddrSet: SetName(SetInternal, v6), ConcatSet: SpanName(SetEgress, v6), Counter: true, Verdict: Accept},
+			&Rule{ID: "egress-any" + suffix(v6), Family: fam,
+				SaddrSet: SetName(SetInternal, v6), DaddrSet: SetName(SetEgressAny, v6), Counter: true, Verdict: Accept},
+			&Rule{ID: "ingress-exact" + suffix(v6), Family: fam,
+				DaddrSet: SetName(SetInternal, v6), ConcatSet: ExactName(SetIngress, v6), ConcatSaddr: true, Counter: true, Verdict: Accept},
+			&Rule{ID: "ingress-dispatch" + suffix(v6), Family: fam,
+				DaddrSet: SetName(SetInternal, v6), DispatchMap: DispatchName(SetIngress, v6), DispatchSaddr: true},
+			&Rule{ID: rangesRuleID(SetIngress, v6), Family: fam,
+				DaddrSet: SetName(SetInternal, v6), ConcatSet: SpanName(SetIngress, v6), ConcatSaddr: true, Counter: true, Verdict: Accept},
+			&Rule{ID: "ingress-any" + suffix(v6), Family: fam,
+				SaddrSet: SetName(SetIngressAny, v6), DaddrSet: SetName(SetInternal, v6), Counter: true, Verdict: Accept},
+		)
 		forward.Rules = append(forward.Rules, &Rule{ID: "service" + suffix(v6), Family: fam,
 			ServiceSet: SetName(SetServices, v6), Counter: true, Verdict: Accept})
 	}
@@ -190,12 +212,12 @@ func ExactName(base string, v6 bool) string {
 
 // concatSets puts single address . proto . port elements (a host on a port,
 // the most common policy item) into a hash set, which the kernel changes in
-// constant time, and spreads the ranges over ConcatShards interval sets by a
-// hash of the element, so an element always lands in the same shard. Single
-// hosts on single ports bypass the range arithmetic: they may overlap ranges
-// freely, since they live in another set, and a change among them is cheap
-// to compute as well as to apply.
-func concatSets(base string, v6 bool, items []portItem) []*Set {
+// constant time, and the ranges into shards by address (see shardLayout),
+// laid out afresh when layout is nil. Single hosts on single ports bypass the
+// range arithmetic: they may overlap ranges freely, since they live in
+// another set, and a change among them is cheap to compute as well as to
+// apply.
+func concatSets(base string, v6 bool, items []portItem, layout *shardLayout) ([]*Set, shardLayout) {
 	var exact []Element
 	rest := make([]portItem, 0, len(items))
 	for _, it := range items {
@@ -215,38 +237,33 @@ func concatSets(base string, v6 bool, items []portItem) []*Set {
 		}
 	}
 	elems := boxes(rest, v6)
-	shards := make([]*Set, ConcatShards)
-	for i := range shards {
-		shards[i] = &Set{Name: ShardName(base, v6, i), V6: v6, Kind: AddrProtoPortSet,
-			Elements: make([]Element, 0, len(elems)/ConcatShards*5/4)}
-	}
+	ranges := make([]Element, 0, len(elems))
 	for _, e := range elems {
 		if e.Addr.From == e.Addr.To && e.PortFrom == e.PortTo {
 			exact = append(exact, e)
 			continue
 		}
-		s := shards[shardOf(e)]
-		s.Elements = append(s.Elements, e)
+		ranges = append(ranges, e)
 	}
-	for _, s := range shards {
-		slices.SortFunc(s.Elements, CompareElements)
-	}
+	slices.SortFunc(ranges, CompareElements)
 	slices.SortFunc(exact, CompareElements)
 	exact = slices.CompactFunc(exact, func(a, b Element) bool { return a == b })
-	return append([]*Set{{Name: ExactName(base, v6), V6: v6, Kind: AddrProtoPortExactSet, Elements: exact}}, shards...)
+	l := layOut(ranges)
+	if layout != nil {
+		l = *layout
+	}
+	return append([]*Set{{Name: ExactName(base, v6), V6: v6, Kind: AddrProtoPortExactSet, Elements: exact}},
+		shardedSets(base, v6, l, ranges)...), l
 }
 
-// shardOf hashes an element's start (FNV-1a) to its shard.
-func shardOf(e Element) uint32 {
-	h := uint32(2166136261)
-	a := e.Addr.From.As16()
-	for _, b := range a {
-		h = (h ^ uint32(b)) * 16777619
+// layoutChains returns the shard chains of both directions and families.
+func layoutChains(layouts [2][2]shardLayout) []*Chain {
+	var chains []*Chain
+	for fam, v6 := range []bool{false, true} {
+		chains = append(chains, shardChains(SetEgress, v6, layouts[egressDir][fam])...)
+		chains = append(chains, shardChains(SetIngress, v6, layouts[ingressDir][fam])...)
 	}
-	for _, b := range [3]byte{e.Proto, byte(e.PortFrom >> 8), byte(e.PortFrom)} {
-		h = (h ^ uint32(b)) * 16777619
-	}
-	return h % ConcatShards
+	return chains
 }
 
 // Elements returns the elements of the set base of the given family, collected

@@ -66,7 +66,7 @@ var _ = Describe("Build", func() {
 
 		more, err := Build(fw, []*fwv1alpha1.PolicySpec{{Egress: []fwv1alpha1.EgressRule{{To: []fwv1alpha1.IPBlock{block("1.2.3.4/32")}, Ports: []fwv1alpha1.PolicyPort{port("TCP", 22)}}}}}, nil)
 		Expect(err).NotTo(HaveOccurred())
-		Expect(strings.Count(Render(rs), "th dport @egress_v4_")).To(Equal(ConcatShards+1), "the shards and the exact set")
+		Expect(strings.Count(Render(rs), "th dport @egress_v4_")).To(Equal(3), "the exact set, the span set and the one shard")
 		Expect(rs.Set("egress_v4_exact").Elements).To(BeEmpty(), "no single host on a single port here")
 		Expect(len(more.Chains[0].Rules)).To(Equal(len(rs.Chains[0].Rules)), "the number of rules does not depend on the policies")
 	})
@@ -120,8 +120,12 @@ var _ = Describe("Build", func() {
 			"\t\ttype filter hook forward priority 0; policy drop;\n",
 			`iifname "eth1" limit rate over 100 mbytes/second counter drop comment "ratelimit:eth1 `,
 			`ct state established,related counter accept comment "established `,
-			`ip saddr @internal_v4 ip daddr . meta l4proto . th dport @egress_v4_7 counter accept comment "egress-v4-7 `,
-			`ip6 daddr @internal_v6 ip6 saddr . meta l4proto . th dport @ingress_v6_0 counter accept comment "ingress-v6-0 `,
+			"\tmap egress_v4_shards {\n\t\ttype ipv4_addr : verdict\n\t\tflags interval\n\t\telements = { 0.0.0.0/0 : jump egress_v4_0 }\n",
+			`ip saddr @internal_v4 ip daddr vmap @egress_v4_shards comment "egress-dispatch-v4 `,
+			`ip saddr @internal_v4 ip daddr . meta l4proto . th dport @egress_v4_span counter accept comment "egress-v4 `,
+			"\tchain egress_v4_0 {\n\t\tip daddr . meta l4proto . th dport @egress_v4_0 counter accept comment \"egress-v4 ",
+			`ip6 daddr @internal_v6 ip6 saddr vmap @ingress_v6_shards comment "ingress-dispatch-v6 `,
+			`ip6 saddr . meta l4proto . th dport @ingress_v6_0 counter accept comment "ingress-v6 `,
 			`limit rate 10/second log prefix "firewall-agent drop: " comment "log-drop `,
 			`oifname "eth1" ip saddr @internal_v4 counter snat ip to 192.0.2.1 comment "snat:eth1-v4 `,
 			`oifname "eth2" ip6 saddr @internal_v6 counter masquerade comment "masquerade:eth2-v6 `,

@@ -64,7 +64,16 @@ type famState struct {
 	// the rules and boxes that put each there.
 	exact  []Element
 	exactN []int32
-	shards [ConcatShards][]Element
+	// The range elements are spread over shards by layout (see
+	// shardLayout), which stays as it is while it is balanced: a layout
+	// change replaces the table. laidOutN is the number of range elements
+	// when it was made; dispatch caches the elements of its verdict map.
+	layout   shardLayout
+	laidOut  bool
+	laidOutN int
+	span     []Element
+	shards   [][]Element
+	dispatch []Element
 }
 
 // protoState is the address . port-range decomposition of one protocol.
@@ -137,7 +146,7 @@ func (b *Builder) Build(fw *fwv1alpha1.FirewallTrafficSpec, policies []*fwv1alph
 		b.dirs[d].commit(plans[d])
 	}
 
-	rs := &Ruleset{Table: TableName, Chains: chains}
+	rs := &Ruleset{Table: TableName, Chains: append(chains, layoutChains(b.layouts())...)}
 	for _, v6 := range []bool{false, true} {
 		f := famIndex(v6)
 		eg, in := &b.dirs[egressDir].fams[f], &b.dirs[ingressDir].fams[f]
@@ -164,6 +173,17 @@ func (b *Builder) reuse(s *Set) *Set {
 	return s
 }
 
+// layouts returns the shard layouts by direction and family.
+func (b *Builder) layouts() [2][2]shardLayout {
+	var out [2][2]shardLayout
+	for d := range b.dirs {
+		for f := range b.dirs[d].fams {
+			out[d][f] = b.dirs[d].fams[f].layout
+		}
+	}
+	return out
+}
+
 func famIndex(v6 bool) int {
 	if v6 {
 		return 1
@@ -171,13 +191,23 @@ func famIndex(v6 bool) int {
 	return 0
 }
 
+// concatSets returns the sets of base and the family as concatSets in
+// build.go does: the hash set, the span set, the shards and the verdict map.
 func (f *famState) concatSets(base string, v6 bool) []*Set {
-	sets := make([]*Set, 0, ConcatShards+1)
-	sets = append(sets, &Set{Name: ExactName(base, v6), V6: v6, Kind: AddrProtoPortExactSet, Elements: f.exact})
-	for i := range f.shards {
-		sets = append(sets, &Set{Name: ShardName(base, v6, i), V6: v6, Kind: AddrProtoPortSet, Elements: f.shards[i]})
+	if f.dispatch == nil {
+		f.dispatch = f.layout.dispatch(base, v6)
 	}
-	return sets
+	sets := make([]*Set, 0, f.layout.shards()+3)
+	sets = append(sets, &Set{Name: ExactName(base, v6), V6: v6, Kind: AddrProtoPortExactSet, Elements: f.exact})
+	sets = append(sets, &Set{Name: SpanName(base, v6), V6: v6, Kind: AddrProtoPortSet, Elements: f.span})
+	for i := range f.layout.shards() {
+		var elems []Element
+		if i < len(f.shards) {
+			elems = f.shards[i]
+		}
+		sets = append(sets, &Set{Name: ShardName(base, v6, i), V6: v6, Kind: AddrProtoPortSet, Elements: elems})
+	}
+	return append(sets, &Set{Name: DispatchName(base, v6), V6: v6, Kind: DispatchMap, Elements: f.dispatch})
 }
 
 // ruleView is a policy rule of the input: its peers and ports.
@@ -338,7 +368,11 @@ func (f *famState) apply(ch *famChanges) {
 		}
 	}
 
-	var shardAdd, shardRemove [ConcatShards][]Element
+	if f.shards == nil {
+		f.shards = make([][]Element, f.layout.shards())
+	}
+	shardAdd, shardRemove := make([][]Element, len(f.shards)), make([][]Element, len(f.shards))
+	var spanAdd, spanRemove []Element
 	route := func(e Element, added bool) {
 		if e.Addr.From == e.Addr.To && e.PortFrom == e.PortTo {
 			// A single host on a single port: the hash set, as in concatSets.
@@ -349,10 +383,14 @@ func (f *famState) apply(ch *famChanges) {
 			ch.exact = append(ch.exact, countedElement{e, n})
 			return
 		}
-		s := shardOf(e)
-		if added {
+		switch s := f.layout.shardOf(e); {
+		case s < 0 && added:
+			spanAdd = append(spanAdd, e)
+		case s < 0:
+			spanRemove = append(spanRemove, e)
+		case added:
 			shardAdd[s] = append(shardAdd[s], e)
-		} else {
+		default:
 			shardRemove[s] = append(shardRemove[s], e)
 		}
 	}
@@ -391,8 +429,50 @@ func (f *famState) apply(ch *famChanges) {
 	}
 
 	f.exact, f.exactN = count(f.exact, f.exactN, ch.exact)
+	f.span = patch(f.span, spanAdd, spanRemove)
 	for i := range f.shards {
 		f.shards[i] = patch(f.shards[i], shardAdd[i], shardRemove[i])
+	}
+	if !f.laidOut || f.unbalanced() {
+		f.relayout()
+	}
+}
+
+// unbalanced tells whether the layout should be made afresh: a shard that
+// can be cut has grown to twice ShardTarget, or the range elements shrank
+// to a quarter of what they were when it was made. Between the two, changes
+// keep the layout, so a change of a few elements only changes elements.
+func (f *famState) unbalanced() bool {
+	n := len(f.span)
+	for _, s := range f.shards {
+		if len(s) > 2*shardTarget && s[0].Addr.From != s[len(s)-1].Addr.From {
+			return true
+		}
+		n += len(s)
+	}
+	return len(f.shards) > 1 && 4*n < f.laidOutN
+}
+
+// relayout lays the range elements out afresh, as Build does.
+func (f *famState) relayout() {
+	n := len(f.span)
+	for _, s := range f.shards {
+		n += len(s)
+	}
+	all := make([]Element, 0, n)
+	all = append(all, f.span...)
+	for _, s := range f.shards {
+		all = append(all, s...)
+	}
+	slices.SortFunc(all, CompareElements)
+	f.layout = layOut(all)
+	f.laidOut, f.laidOutN, f.dispatch = true, n, nil
+	// Names do not matter here: only the elements are kept.
+	sets := shardedSets("", false, f.layout, all)
+	f.span = sets[0].Elements
+	f.shards = make([][]Element, f.layout.shards())
+	for i := range f.shards {
+		f.shards[i] = sets[i+1].Elements
 	}
 }
 

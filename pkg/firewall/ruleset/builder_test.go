@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/netip"
+	"reflect"
 	"slices"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -168,6 +169,10 @@ var _ = Describe("Builder", func() {
 	fw := &fwv1alpha1.FirewallTrafficSpec{InternalPrefixes: []string{"10.0.1.0/24", "fd00:1::/64"}}
 
 	It("builds after random policy changes exactly what a full Build builds", func() {
+		// Shards of at most 4 elements: the layout is cut, kept and made
+		// afresh many times over.
+		DeferCleanup(SetShardTarget(4))
+		relayouts := 0
 		for seed := range uint64(20) {
 			g := randomPolicies{rand.New(rand.NewPCG(seed, 42))}
 			var policies []*fwv1alpha1.PolicySpec
@@ -186,9 +191,13 @@ var _ = Describe("Builder", func() {
 				if g.rnd.IntN(10) == 0 {
 					services = g.services()
 				}
+				layoutsBefore := b.Layouts()
 				got, err := b.Build(fw, policies, services)
 				Expect(err).NotTo(HaveOccurred(), context)
-				want, err := Build(fw, policies, services)
+				if !reflect.DeepEqual(b.Layouts(), layoutsBefore) {
+					relayouts++
+				}
+				want, err := BuildWith(fw, policies, services, b.Layouts())
 				Expect(err).NotTo(HaveOccurred(), context)
 				expectSameRuleset(got, want, context)
 				if previous != nil {
@@ -198,8 +207,12 @@ var _ = Describe("Builder", func() {
 			}
 			fresh, err := (&Builder{}).Build(fw, policies, services)
 			Expect(err).NotTo(HaveOccurred())
-			expectSameRuleset(fresh, previous, fmt.Sprintf("seed %d, a fresh builder", seed))
+			want, err := Build(fw, policies, services)
+			Expect(err).NotTo(HaveOccurred())
+			expectSameRuleset(fresh, want, fmt.Sprintf("seed %d, a fresh builder", seed))
 		}
+		Expect(relayouts).To(BeNumerically(">", 20), "layouts changed")
+		Expect(relayouts).To(BeNumerically("<", 20*150/2), "most changes keep the layout")
 	})
 
 	It("keeps its state when a Build fails", func() {

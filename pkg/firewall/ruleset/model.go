@@ -1,5 +1,7 @@
 package ruleset
 
+import "strings"
+
 // TableName is the agent's own table (family inet). The agent never touches
 // any other table.
 const TableName = "firewall-agent"
@@ -31,6 +33,10 @@ const (
 	// type ipvN_addr . inet_proto . inet_service . ipvN_addr; flags interval.
 	// The destination and port are single values, the source a range.
 	ServiceSet
+	// DispatchMap maps address ranges to the shard chain to jump to:
+	// type ipvN_addr : verdict; flags interval. Its elements are disjoint
+	// and cover the family's addresses.
+	DispatchMap
 )
 
 // Concat tells whether the set's elements are address . proto . port.
@@ -46,12 +52,15 @@ type Set struct {
 }
 
 // Element is one set element. Proto and the ports are only used in the
-// address . proto . port sets, Src only in a ServiceSet.
+// address . proto . port sets, Src only in a ServiceSet, Chain only in a
+// DispatchMap.
 type Element struct {
 	Addr             Range
 	Proto            uint8
 	PortFrom, PortTo uint16
 	Src              Range
+	// Chain is the chain a DispatchMap element jumps to.
+	Chain string
 }
 
 // CompareElements orders elements by address range, protocol, port range
@@ -76,14 +85,18 @@ func CompareElements(a, b Element) int {
 	if c := a.Src.From.Compare(b.Src.From); c != 0 {
 		return c
 	}
-	return a.Src.To.Compare(b.Src.To)
+	if c := a.Src.To.Compare(b.Src.To); c != 0 {
+		return c
+	}
+	return strings.Compare(a.Chain, b.Chain)
 }
 
-// Chain is a base chain of the table.
+// Chain is a chain of the table: a base chain, or a regular chain (no Type
+// and Hook) that rules and verdict maps jump to.
 type Chain struct {
 	Name     string
-	Type     string // filter or nat
-	Hook     string // forward or postrouting
+	Type     string // filter or nat; empty for a regular chain
+	Hook     string // forward or postrouting; empty for a regular chain
 	Priority int32
 	// PolicyDrop is the chain policy; accept otherwise.
 	PolicyDrop bool
@@ -115,6 +128,12 @@ type Rule struct {
 	// ServiceSet matches destination address . l4proto . destination port .
 	// source address against a ServiceSet.
 	ServiceSet string
+	// DispatchMap jumps to the chain a DispatchMap gives for the destination
+	// address, or the source address if DispatchSaddr; a packet that the
+	// chain does not accept comes back to the next rule. Such a rule has no
+	// counter and no verdict of its own.
+	DispatchMap   string
+	DispatchSaddr bool
 	// LogLimitPerSecond, if set, logs at most so many packets per second with
 	// LogPrefix; such a rule has no verdict.
 	LogLimitPerSecond uint32

@@ -25,7 +25,10 @@ func Render(rs *Ruleset) string {
 		if c.PolicyDrop {
 			policy = "drop"
 		}
-		fmt.Fprintf(&b, "\tchain %s {\n\t\ttype %s hook %s priority %d; policy %s;\n", c.Name, c.Type, c.Hook, c.Priority, policy)
+		fmt.Fprintf(&b, "\tchain %s {\n", c.Name)
+		if c.Hook != "" {
+			fmt.Fprintf(&b, "\t\ttype %s hook %s priority %d; policy %s;\n", c.Type, c.Hook, c.Priority, policy)
+		}
 		for _, r := range c.Rules {
 			fmt.Fprintf(&b, "\t\t%s comment %q\n", RuleText(r), Comment(r))
 		}
@@ -50,7 +53,11 @@ func renderSet(b *strings.Builder, s *Set) {
 	if s.Kind == AddrProtoPortExactSet {
 		flags = ""
 	}
-	fmt.Fprintf(b, "\tset %s {\n\t\ttype %s\n%s", s.Name, addrType, flags)
+	keyword := "set"
+	if s.Kind == DispatchMap {
+		keyword, addrType = "map", addrType+" : verdict"
+	}
+	fmt.Fprintf(b, "\t%s %s {\n\t\ttype %s\n%s", keyword, s.Name, addrType, flags)
 	if len(s.Elements) > 0 {
 		b.WriteString("\t\telements = { ")
 		for i, e := range s.Elements {
@@ -66,8 +73,11 @@ func renderSet(b *strings.Builder, s *Set) {
 
 // ElementText prints one set element in nft syntax.
 func ElementText(kind SetKind, e Element) string {
-	if kind == AddrSet {
+	switch kind {
+	case AddrSet:
 		return e.Addr.String()
+	case DispatchMap:
+		return e.Addr.String() + " : jump " + e.Chain
 	}
 	ports := fmt.Sprint(e.PortFrom)
 	if e.PortTo != e.PortFrom {
@@ -118,6 +128,13 @@ func RuleText(r *Rule) string {
 	}
 	if r.ServiceSet != "" {
 		parts = append(parts, fmt.Sprintf("%s daddr . meta l4proto . th dport . %s saddr @%s", ip, ip, r.ServiceSet))
+	}
+	if r.DispatchMap != "" {
+		addr := "daddr"
+		if r.DispatchSaddr {
+			addr = "saddr"
+		}
+		parts = append(parts, fmt.Sprintf("%s %s vmap @%s", ip, addr, r.DispatchMap))
 	}
 	if r.LogLimitPerSecond > 0 {
 		parts = append(parts, fmt.Sprintf("limit rate %d/second", r.LogLimitPerSecond))
