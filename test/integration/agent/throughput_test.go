@@ -41,11 +41,19 @@ var _ = Describe("forward throughput", Label("bench"), func() {
 		prog := nftables.NewProgrammer(t.fw.Path())
 		fw := &fwv1alpha1.FirewallTrafficSpec{InternalPrefixes: []string{"10.0.1.0/24", "fd00:1::/64"}}
 		rows := [][]string{{"ruleset", "TCP throughput node -> outside (iperf3, 3 s)", "new connections/s (200 x dial)"}}
-		for _, n := range []int{-1, 10, 20000} {
-			name := "none (forwarding only)"
-			if n >= 0 {
-				name = fmt.Sprintf("agent, %d policy items", n)
-				rs, err := ruleset.Build(fw, []*fwv1alpha1.PolicySpec{items(n)}, nil)
+		for _, c := range []struct {
+			name string
+			spec *fwv1alpha1.PolicySpec
+		}{
+			{"none (forwarding only)", nil},
+			{"agent, 10 policy items", items(10)},
+			{"agent, 20000 policy items", items(20000)},
+			{"agent, 20000 wide items, matched in one of their shards", wideItems(20000)},
+		} {
+			name := c.name
+			var rs *ruleset.Ruleset
+			if c.spec != nil {
+				rs, err = ruleset.Build(fw, []*fwv1alpha1.PolicySpec{c.spec}, nil)
 				Expect(err).NotTo(HaveOccurred())
 				_, err = prog.Apply(rs)
 				Expect(err).NotTo(HaveOccurred())
@@ -61,6 +69,8 @@ var _ = Describe("forward throughput", Label("bench"), func() {
 			}
 			Expect(json.Unmarshal([]byte(out), &res)).To(Succeed())
 
+			before, err := prog.RuleCounters(ruleset.TableName)
+			Expect(err).NotTo(HaveOccurred())
 			start := time.Now()
 			for range 200 {
 				var c net.Conn
@@ -72,6 +82,12 @@ var _ = Describe("forward throughput", Label("bench"), func() {
 				_ = c.Close()
 			}
 			perSec := 200 / time.Since(start).Seconds()
+			if rs != nil && len(rs.Set(ruleset.DispatchName(ruleset.SetEgress, false)).Elements) > 1 {
+				after, err := prog.RuleCounters(ruleset.TableName)
+				Expect(err).NotTo(HaveOccurred())
+				Expect(after["egress-v4"].Packets-before["egress-v4"].Packets).To(BeNumerically(">=", 200), "the connections went through a shard")
+				Expect(after["egress-exact-v4"]).To(Equal(before["egress-exact-v4"]))
+			}
 			rows = append(rows, []string{name, fmt.Sprintf("%.2f Gbit/s", res.End.SumReceived.BitsPerSecond/1e9), fmt.Sprintf("%.0f", perSec)})
 		}
 		fmt.Printf("\nforward throughput through the firewall namespace (veth, this machine)\n\n")
@@ -99,6 +115,25 @@ func items(n int) *fwv1alpha1.PolicySpec {
 		}
 		spec.Egress = append(spec.Egress, fwv1alpha1.EgressRule{
 			To: []fwv1alpha1.IPBlock{{CIDR: cidr}}, Ports: []fwv1alpha1.PolicyPort{{Protocol: "TCP", Port: ptr.To(port)}},
+		})
+	}
+	return spec
+}
+
+// wideItems returns n egress items of a /31 next to the outside host's
+// address (in steps of 4 from 203.0.0.0) on two ports each, and the outside
+// host's /31 on 5201-5202: a range, so the connections are matched in the
+// shard of the ranges around it (some 400 of them), after the map's jump.
+func wideItems(n int) *fwv1alpha1.PolicySpec {
+	spec := &fwv1alpha1.PolicySpec{Egress: []fwv1alpha1.EgressRule{{
+		To:    []fwv1alpha1.IPBlock{{CIDR: outsideV4 + "/31"}},
+		Ports: []fwv1alpha1.PolicyPort{{Protocol: "TCP", Port: ptr.To(int32(5201)), EndPort: ptr.To(int32(5202))}},
+	}}}
+	for i := range n {
+		a := netip.AddrFrom4([4]byte{203, byte(4 * i >> 16), byte(4 * i >> 8), byte(4 * i)})
+		spec.Egress = append(spec.Egress, fwv1alpha1.EgressRule{
+			To:    []fwv1alpha1.IPBlock{{CIDR: a.String() + "/31"}},
+			Ports: []fwv1alpha1.PolicyPort{{Protocol: "TCP", Port: ptr.To(int32(1000 + i%5000))}, {Protocol: "TCP", Port: ptr.To(int32(443))}},
 		})
 	}
 	return spec
