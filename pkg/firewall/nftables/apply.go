@@ -161,7 +161,7 @@ func sameStructure(a, b *ruleset.Ruleset) bool {
 			return false
 		}
 		for j, r := range c.Rules {
-			if ruleset.Comment(r) != ruleset.Comment(d.Rules[j]) {
+			if r != d.Rules[j] && ruleset.Comment(r) != ruleset.Comment(d.Rules[j]) {
 				return false
 			}
 		}

@@ -74,6 +74,9 @@ type famState struct {
 	span     []Element
 	shards   [][]Element
 	dispatch []Element
+	// shardChains caches the chains of the layout: the very same rules
+	// tell the programmer at a glance that they did not change.
+	shardChains []*Chain
 }
 
 // protoState is the address . port-range decomposition of one protocol.
@@ -146,7 +149,11 @@ func (b *Builder) Build(fw *fwv1alpha1.FirewallTrafficSpec, policies []*fwv1alph
 		b.dirs[d].commit(plans[d])
 	}
 
-	rs := &Ruleset{Table: TableName, Chains: append(chains, layoutChains(b.layouts())...)}
+	rs := &Ruleset{Table: TableName, Chains: chains}
+	for f, v6 := range []bool{false, true} {
+		rs.Chains = append(rs.Chains, b.dirs[egressDir].fams[f].chains(SetEgress, v6)...)
+		rs.Chains = append(rs.Chains, b.dirs[ingressDir].fams[f].chains(SetIngress, v6)...)
+	}
 	for _, v6 := range []bool{false, true} {
 		f := famIndex(v6)
 		eg, in := &b.dirs[egressDir].fams[f], &b.dirs[ingressDir].fams[f]
@@ -173,22 +180,20 @@ func (b *Builder) reuse(s *Set) *Set {
 	return s
 }
 
-// layouts returns the shard layouts by direction and family.
-func (b *Builder) layouts() [2][2]shardLayout {
-	var out [2][2]shardLayout
-	for d := range b.dirs {
-		for f := range b.dirs[d].fams {
-			out[d][f] = b.dirs[d].fams[f].layout
-		}
-	}
-	return out
-}
-
 func famIndex(v6 bool) int {
 	if v6 {
 		return 1
 	}
 	return 0
+}
+
+// chains returns the shard chains of base and the family, as layoutChains
+// does.
+func (f *famState) chains(base string, v6 bool) []*Chain {
+	if f.shardChains == nil {
+		f.shardChains = shardChains(base, v6, f.layout)
+	}
+	return f.shardChains
 }
 
 // concatSets returns the sets of base and the family as concatSets in
@@ -466,7 +471,7 @@ func (f *famState) relayout() {
 	}
 	slices.SortFunc(all, CompareElements)
 	f.layout = layOut(all)
-	f.laidOut, f.laidOutN, f.dispatch = true, n, nil
+	f.laidOut, f.laidOutN, f.dispatch, f.shardChains = true, n, nil, nil
 	// Names do not matter here: only the elements are kept.
 	sets := shardedSets("", false, f.layout, all)
 	f.span = sets[0].Elements

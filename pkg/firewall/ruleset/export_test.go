@@ -10,7 +10,15 @@ import (
 type Layouts = [2][2]shardLayout
 
 // Layouts returns the shard layouts b builds with.
-func (b *Builder) Layouts() Layouts { return b.layouts() }
+func (b *Builder) Layouts() Layouts {
+	var out Layouts
+	for d := range b.dirs {
+		for f := range b.dirs[d].fams {
+			out[d][f] = b.dirs[d].fams[f].layout
+		}
+	}
+	return out
+}
 
 // BuildWith builds as Build does, with the given layouts.
 func BuildWith(fw *fwv1alpha1.FirewallTrafficSpec, policies []*fwv1alpha1.PolicySpec, services []ServiceAllow, layouts Layouts) (*Ruleset, error) {
