@@ -48,6 +48,7 @@ type Metrics struct {
 	lastSuccess       prometheus.Gauge
 	rules             *prometheus.GaugeVec
 	elements          *prometheus.GaugeVec
+	shards            *prometheus.GaugeVec
 	sourceUp          *prometheus.GaugeVec
 	sourceLastSuccess *prometheus.GaugeVec
 
@@ -78,12 +79,16 @@ func New(version string, counters CounterReader, log *slog.Logger) *Metrics {
 		}),
 		rules: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "firewall_agent_ruleset_rules",
-			Help: "Rules per chain of the ruleset in force.",
+			Help: "Rules per base chain of the ruleset in force.",
 		}, []string{"chain"}),
 		elements: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "firewall_agent_ruleset_set_elements",
-			Help: "Elements per set of the ruleset in force.",
+			Help: "Elements per set of the ruleset in force; the shards of a set count under the name of their map (e.g. egress_v4_shards).",
 		}, []string{"set"}),
+		shards: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "firewall_agent_ruleset_shards",
+			Help: "Shards behind each map of the ruleset in force.",
+		}, []string{"map"}),
 		sourceUp: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "firewall_agent_source_up",
 			Help: "Whether the last read of a source (seed, shoot, static: the config file) succeeded.",
@@ -98,7 +103,7 @@ func New(version string, counters CounterReader, log *slog.Logger) *Metrics {
 		Help: "The agent's version, as a label; always 1.",
 	}, []string{"version"})
 	buildInfo.WithLabelValues(version).Set(1)
-	m.registry.MustRegister(m.applyDuration, m.applies, m.lastSuccess, m.rules, m.elements, m.sourceUp, m.sourceLastSuccess, buildInfo,
+	m.registry.MustRegister(m.applyDuration, m.applies, m.lastSuccess, m.rules, m.elements, m.shards, m.sourceUp, m.sourceLastSuccess, buildInfo,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	for _, r := range []string{ResultChanged, ResultUnchanged, ResultError} {
 		m.applies.WithLabelValues(r)
@@ -146,11 +151,34 @@ func (m *Metrics) ObserveApply(rs *ruleset.Ruleset, res nftables.Result, err err
 	defer m.mu.Unlock()
 	m.rules.Reset()
 	for _, c := range rs.Chains {
-		m.rules.WithLabelValues(c.Name).Set(float64(len(c.Rules)))
+		if c.Hook != "" { // the shard chains have one rule each
+			m.rules.WithLabelValues(c.Name).Set(float64(len(c.Rules)))
+		}
+	}
+	// One series per map, not per shard: the labels do not depend on the
+	// cut of the shards.
+	mapOf := map[string]string{}
+	m.shards.Reset()
+	for _, s := range rs.Sets {
+		if s.Kind == ruleset.DispatchMap {
+			for _, e := range s.Elements {
+				mapOf[e.Chain] = s.Name
+			}
+			m.shards.WithLabelValues(s.Name).Set(float64(len(s.Elements)))
+		}
+	}
+	elements := map[string]int{}
+	for _, s := range rs.Sets {
+		switch name, isShard := mapOf[s.Name]; {
+		case isShard:
+			elements[name] += len(s.Elements)
+		case s.Kind != ruleset.DispatchMap:
+			elements[s.Name] += len(s.Elements)
+		}
 	}
 	m.elements.Reset()
-	for _, s := range rs.Sets {
-		m.elements.WithLabelValues(s.Name).Set(float64(len(s.Elements)))
+	for name, n := range elements {
+		m.elements.WithLabelValues(name).Set(float64(n))
 	}
 }
 

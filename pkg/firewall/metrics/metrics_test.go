@@ -72,6 +72,10 @@ var _ = Describe("Metrics", func() {
 		Expect(got).To(HaveKeyWithValue(`firewall_agent_ruleset_rules{chain="forward"}`, float64(len(rs.Chains[0].Rules))))
 		Expect(got).To(HaveKeyWithValue(`firewall_agent_ruleset_set_elements{set="egress_v4_exact"}`, 3.0))
 		Expect(got).To(HaveKeyWithValue(`firewall_agent_ruleset_set_elements{set="internal_v4"}`, 1.0))
+		Expect(got).To(HaveKeyWithValue(`firewall_agent_ruleset_shards{map="egress_v4_shards"}`, 1.0))
+		Expect(got).To(HaveKeyWithValue(`firewall_agent_ruleset_set_elements{set="egress_v4_shards"}`, 0.0), "the elements of its shards")
+		Expect(got).NotTo(HaveKey(`firewall_agent_ruleset_set_elements{set="egress_v4_0"}`), "a shard counts under its map")
+		Expect(got).NotTo(HaveKey(`firewall_agent_ruleset_rules{chain="egress_v4_0"}`), "base chains only")
 		Expect(got).To(HaveKeyWithValue(`firewall_agent_source_up{source="static"}`, 1.0))
 		Expect(got).To(HaveKeyWithValue(`firewall_agent_source_up{source="seed"}`, 0.0))
 		Expect(got[`firewall_agent_source_last_success_timestamp_seconds{source="seed"}`]).To(BeNumerically(">=", float64(before.Unix())),
@@ -89,6 +93,19 @@ var _ = Describe("Metrics", func() {
 		Expect(got).To(HaveKeyWithValue(`firewall_agent_rule_counters_up`, 0.0))
 		Expect(got).NotTo(HaveKey(`firewall_agent_rule_packets_total{rule="egress-v4"}`))
 		Expect(got).To(HaveKeyWithValue(`firewall_agent_applies_total{result="changed"}`, 1.0))
+	})
+
+	It("counts the shards of a set under its map", func() {
+		m := metrics.New("v1.2.3", &fakeCounters{}, nil)
+		rs, err := ruleset.Build(&fwv1alpha1.FirewallTrafficSpec{}, []*fwv1alpha1.PolicySpec{rulesettest.Policies(600, true)}, nil)
+		Expect(err).NotTo(HaveOccurred())
+		shards := rs.Set("egress_v4_shards").Elements
+		Expect(len(shards)).To(BeNumerically(">", 1))
+		m.ObserveApply(rs, nftables.Result{Mode: nftables.Full}, nil, time.Millisecond)
+		_, got := scrape(m.Handler())
+		Expect(got).To(HaveKeyWithValue(`firewall_agent_ruleset_shards{map="egress_v4_shards"}`, float64(len(shards))))
+		// 450 IPv4 items, a /31 on two ports each: 900 ranges.
+		Expect(got).To(HaveKeyWithValue(`firewall_agent_ruleset_set_elements{set="egress_v4_shards"}`, 900.0))
 	})
 
 	It("records nothing, without failing, when nil", func() {

@@ -39,7 +39,7 @@ var _ = Describe("firewall agent with its ranges spread over many shards", func(
 			Expect(t.outside.IP("addr", "add", a+"/32", "dev", "eth0")).To(Succeed())
 		}
 		Expect(t.fw.IP("route", "add", "198.18.0.0/15", "via", outsideV4)).To(Succeed())
-		for _, port := range []int{1000, 1001, 1049, 9090} {
+		for _, port := range []int{1000, 1001, 1049, 8080, 9090} {
 			serve(t.outside, "::", port)
 		}
 		serve(t.node, "::", 30081)
@@ -56,7 +56,14 @@ var _ = Describe("firewall agent with its ranges spread over many shards", func(
 				"      ingress:\n", "      ingress:\n"+ingress.String(), 1)
 		}
 		cfgPath := filepath.Join(GinkgoT().TempDir(), "config.yaml")
-		writeConfig(cfgPath, config(rangeItems(18, 3000)))
+		// IPv6: 2,000 /127s after the outside host's address, and its own
+		// /127 on 1001.
+		var v6 strings.Builder
+		v6.WriteString("      - to: [{cidr: \"2001:db8:1::2/127\"}]\n        ports: [{protocol: TCP, port: 1001}]\n")
+		for i := range 2000 {
+			fmt.Fprintf(&v6, "      - to: [{cidr: \"2001:db8:1::%x/127\"}]\n        ports: [{protocol: TCP, port: %d}]\n", 0x1000+4*i, 1000+i%50)
+		}
+		writeConfig(cfgPath, config(rangeItems(18, 3000)+v6.String()))
 		prog := nftables.NewProgrammer(t.fw.Path())
 		a := &agent.Agent{ConfigPath: cfgPath, Applier: prog, Log: slog.New(slog.NewTextHandler(GinkgoWriter, nil))}
 		res, err := a.ApplyOnce()
@@ -69,6 +76,7 @@ var _ = Describe("firewall agent with its ranges spread over many shards", func(
 		}
 		Expect(shards("egress_v4_shards")).To(BeNumerically(">=", 3000/ruleset.ShardTarget))
 		Expect(shards("ingress_v4_shards")).To(BeNumerically(">=", 2000/ruleset.ShardTarget))
+		Expect(shards("egress_v6_shards")).To(BeNumerically(">=", 2000/ruleset.ShardTarget))
 
 		By("egress: each address reaches its shard, on its own port only")
 		expectAllowed(t.node, first, 1000)
@@ -79,6 +87,11 @@ var _ = Describe("firewall agent with its ranges spread over many shards", func(
 		By("egress: a range across all shards is in the span set")
 		expectAllowed(t.node, middle, 9090)
 		expectAllowed(t.node, last, 9090)
+
+		By("IPv6 alike")
+		expectAllowed(t.node, outsideV6, 1001)
+		expectDropped(t.node, outsideV6, 1000)
+		expectAllowed(t.node, outsideV6, 8080) // the /64 of the config: the span set
 
 		By("ingress: sources are looked up in their shard")
 		expectAllowedFrom(t.outside, first, nodeV4, 30081)
@@ -91,7 +104,7 @@ var _ = Describe("firewall agent with its ranges spread over many shards", func(
 		Expect(counters["ingress-v4"].Packets).To(BeNumerically(">=", 2))
 
 		By("3,000 more ranges: the last shard overflows, a new layout replaces the table")
-		writeConfig(cfgPath, config(rangeItems(18, 3000)+rangeItems(19, 3000)))
+		writeConfig(cfgPath, config(rangeItems(18, 3000)+rangeItems(19, 3000)+v6.String()))
 		res, err = a.ApplyOnce()
 		Expect(err).NotTo(HaveOccurred())
 		Expect(res.Mode).To(Equal(nftables.Full))
@@ -103,7 +116,7 @@ var _ = Describe("firewall agent with its ranges spread over many shards", func(
 		expectDropped(t.node, last, 1000)
 
 		By("one range less: only elements change")
-		writeConfig(cfgPath, config(rangeItems(18, 2999)+rangeItems(19, 3000)))
+		writeConfig(cfgPath, config(rangeItems(18, 2999)+rangeItems(19, 3000)+v6.String()))
 		res, err = a.ApplyOnce()
 		Expect(err).NotTo(HaveOccurred())
 		Expect(res).To(And(HaveField("Mode", nftables.Elements), HaveField("Deleted", 1), HaveField("Added", 0)))
