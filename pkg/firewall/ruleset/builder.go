@@ -472,13 +472,7 @@ func (f *famState) relayout() {
 	slices.SortFunc(all, CompareElements)
 	f.layout = layOut(all)
 	f.laidOut, f.laidOutN, f.dispatch, f.shardChains = true, n, nil, nil
-	// Names do not matter here: only the elements are kept.
-	sets := shardedSets("", false, f.layout, all)
-	f.span = sets[0].Elements
-	f.shards = make([][]Element, f.layout.shards())
-	for i := range f.shards {
-		f.shards[i] = sets[i+1].Elements
-	}
+	f.span, f.shards = f.layout.distribute(all)
 }
 
 // count applies changes of counts to elements (sorted by CompareElements)

@@ -114,25 +114,30 @@ func lastAddress(v6 bool) netip.Addr {
 	return netip.AddrFrom4([4]byte{0xff, 0xff, 0xff, 0xff})
 }
 
+// distribute spreads the range elements (sorted by CompareElements) over
+// the shards of l, and those that cross a bound into span; each stays sorted.
+func (l shardLayout) distribute(elements []Element) (span []Element, shards [][]Element) {
+	shards = make([][]Element, l.shards())
+	for _, e := range elements {
+		if i := l.shardOf(e); i >= 0 {
+			shards[i] = append(shards[i], e)
+		} else {
+			span = append(span, e)
+		}
+	}
+	return span, shards
+}
+
 // shardedSets returns the sets of the range elements of base and family
 // (sorted by CompareElements) laid out by l: the span set, the shards and the
 // verdict map that jumps to them.
 func shardedSets(base string, v6 bool, l shardLayout, elements []Element) []*Set {
-	span := &Set{Name: SpanName(base, v6), V6: v6, Kind: AddrProtoPortSet}
-	shards := make([]*Set, l.shards())
-	for i := range shards {
-		shards[i] = &Set{Name: ShardName(base, v6, i), V6: v6, Kind: AddrProtoPortSet}
-	}
-	for _, e := range elements {
-		if i := l.shardOf(e); i >= 0 {
-			shards[i].Elements = append(shards[i].Elements, e)
-		} else {
-			span.Elements = append(span.Elements, e)
-		}
-	}
+	span, shards := l.distribute(elements)
 	sets := make([]*Set, 0, len(shards)+2)
-	sets = append(sets, span)
-	sets = append(sets, shards...)
+	sets = append(sets, &Set{Name: SpanName(base, v6), V6: v6, Kind: AddrProtoPortSet, Elements: span})
+	for i, elems := range shards {
+		sets = append(sets, &Set{Name: ShardName(base, v6, i), V6: v6, Kind: AddrProtoPortSet, Elements: elems})
+	}
 	return append(sets, &Set{Name: DispatchName(base, v6), V6: v6, Kind: DispatchMap, Elements: l.dispatch(base, v6)})
 }
 
