@@ -210,6 +210,12 @@ var _ = Describe("Programmer", func() {
 		Expect(count("egress_v4")).To(Equal(4 * 15000))
 		Expect(count("egress_v6")).To(Equal(4 * 5000))
 
+		By("reading the table back, its many shards and their maps included, as the model")
+		p.Forget()
+		res, err = p.Apply(rs)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(res.Mode).To(Equal(nftables.Unchanged))
+
 		big.Egress[0].To[0].CIDR = "100.200.0.0/32"
 		res, err = p.Apply(build(big))
 		Expect(err).NotTo(HaveOccurred())
