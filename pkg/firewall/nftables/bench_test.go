@@ -136,35 +136,11 @@ func BenchmarkOneCIDRUpdate(b *testing.B) {
 	}
 }
 
-// baseline renders the policies as metal-stack's firewall-controller does:
-// one rule per policy item, each with anonymous sets.
-func baseline(spec *fwv1alpha1.PolicySpec) string {
-	var b strings.Builder
-	b.WriteString("table inet baseline {\n\tchain forward {\n\t\ttype filter hook forward priority 0; policy drop;\n\t\tct state established,related counter accept\n")
-	for i, e := range spec.Egress {
-		ip, internal := "ip", "10.0.1.0/24"
-		if strings.Contains(e.To[0].CIDR, ":") {
-			ip, internal = "ip6", "fd00:1::/64"
-		}
-		var cidrs, ports []string
-		for _, t := range e.To {
-			cidrs = append(cidrs, t.CIDR)
-		}
-		for _, p := range e.Ports {
-			ports = append(ports, fmt.Sprint(*p.Port))
-		}
-		fmt.Fprintf(&b, "\t\t%s saddr %s %s daddr { %s } tcp dport { %s } counter accept comment \"policy %d\"\n",
-			ip, internal, ip, strings.Join(cidrs, ", "), strings.Join(ports, ", "), i)
-	}
-	b.WriteString("\t}\n}\n")
-	return b.String()
-}
-
 // baselineApply loads the baseline with nft -f into ns, giving up after limit.
 func baselineApply(tb testing.TB, ns *netns.NS, spec *fwv1alpha1.PolicySpec, limit time.Duration) (time.Duration, bool) {
 	tb.Helper()
 	file := filepath.Join(tb.TempDir(), "baseline.nft")
-	if err := os.WriteFile(file, []byte(baseline(spec)), 0o600); err != nil {
+	if err := os.WriteFile(file, []byte(rulesettest.Baseline(spec)), 0o600); err != nil {
 		tb.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), limit)
