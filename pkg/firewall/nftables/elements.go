@@ -121,7 +121,7 @@ func decode(kind ruleset.SetKind, v6 bool, elems []nftables.SetElement) []rulese
 			continue
 		}
 		from, _ := netip.AddrFromSlice(el.Key)
-		to := lastAddr(v6)
+		to := ruleset.LastAddress(v6)
 		if i+1 < len(sorted) && sorted[i+1].IntervalEnd {
 			end, _ := netip.AddrFromSlice(sorted[i+1].Key)
 			to = end.Prev()
@@ -149,13 +149,6 @@ func jumpTarget(val []byte) string {
 		}
 	}
 	return ""
-}
-
-func lastAddr(v6 bool) netip.Addr {
-	if v6 {
-		return netip.AddrFrom16([16]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff})
-	}
-	return netip.AddrFrom4([4]byte{0xff, 0xff, 0xff, 0xff})
 }
 
 // addElements queues elements in chunks that fit into one netlink message.

@@ -94,7 +94,7 @@ func (l shardLayout) dispatch(base string, v6 bool) []Element {
 	}
 	out := make([]Element, 0, l.shards())
 	for i := range l.shards() {
-		to := lastAddress(v6)
+		to := LastAddress(v6)
 		if i < len(l.bounds) {
 			to = l.bounds[i].Prev()
 		}
@@ -106,8 +106,8 @@ func (l shardLayout) dispatch(base string, v6 bool) []Element {
 	return out
 }
 
-// lastAddress is the highest address of the family.
-func lastAddress(v6 bool) netip.Addr {
+// LastAddress is the highest address of the family.
+func LastAddress(v6 bool) netip.Addr {
 	if v6 {
 		return netip.AddrFrom16([16]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff})
 	}
