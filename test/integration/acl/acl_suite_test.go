@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
@@ -77,12 +78,7 @@ var _ = BeforeSuite(func() {
 
 	ctx, cancel := context.WithCancel(context.Background())
 	DeferCleanup(cancel)
-	Expect(aclcontroller.AddToManagerWithOptions(ctx, mgr, aclcontroller.AddOptions{
-		IgnoreOperationAnnotation: true,
-		// As many workers as the binary has: shoots reconcile concurrently, as in a seed.
-		Controller: aclcontroller.DefaultAddOptions.Controller,
-		Config:     aclcontroller.Config{AlwaysAllowedCIDRs: []string{operatorCIDR}},
-	})).To(Succeed())
+	Expect(addController(ctx, mgr)).To(Succeed())
 	Expect(aclwebhook.AddToManager(mgr)).To(Succeed())
 	Expect(aclhealthcheck.AddToManager(mgr, time.Second)).To(Succeed())
 
@@ -94,3 +90,13 @@ var _ = BeforeSuite(func() {
 })
 
 func ctx() context.Context { return context.Background() }
+
+// addController adds the acl controller with the binary's workers, so shoots
+// reconcile concurrently as in a seed, always allowing the operator's CIDR.
+func addController(ctx context.Context, mgr manager.Manager) error {
+	return aclcontroller.AddToManagerWithOptions(ctx, mgr, aclcontroller.AddOptions{
+		IgnoreOperationAnnotation: true,
+		Controller:                aclcontroller.DefaultAddOptions.Controller,
+		Config:                    aclcontroller.Config{AlwaysAllowedCIDRs: []string{operatorCIDR}},
+	})
+}

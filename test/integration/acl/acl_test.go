@@ -64,6 +64,14 @@ func envoyFilterNamed(objs []client.Object, namespace, name string) *istionetwor
 	return nil
 }
 
+// sharedFilter returns the objects of the shared HTTP-CONNECT filter's
+// ManagedResource in the gateway namespace as JSON.
+func sharedFilter(g Gomega, namespace string) string {
+	objs, err := managedResourceObjects(namespace, aclcontroller.SharedManagedResourceName)
+	g.Expect(err).NotTo(HaveOccurred())
+	return toJSON(objs)
+}
+
 func toJSON(o any) string {
 	data, err := json.Marshal(o)
 	Expect(err).NotTo(HaveOccurred())
@@ -296,10 +304,9 @@ var _ = Describe("Extension acl", Ordered, func() {
 			g.Expect(injectedPatches(ef)).To(Equal(len(apiHosts)))
 		}).WithTimeout(timeout).Should(Succeed())
 		Eventually(func(g Gomega) {
-			shared, err := managedResourceObjects(ingressNamespace, aclcontroller.SharedManagedResourceName)
-			g.Expect(err).NotTo(HaveOccurred())
-			g.Expect(toJSON(shared)).To(ContainSubstring(`"address_prefix":"5.6.7.0"`))
-			g.Expect(toJSON(shared)).NotTo(ContainSubstring(`"address_prefix":"1.2.3.0"`))
+			shared := sharedFilter(g, ingressNamespace)
+			g.Expect(shared).To(ContainSubstring(`"address_prefix":"5.6.7.0"`))
+			g.Expect(shared).NotTo(ContainSubstring(`"address_prefix":"1.2.3.0"`))
 		}).WithTimeout(timeout).Should(Succeed())
 	})
 
@@ -426,9 +433,7 @@ var _ = Describe("Extension acl", Ordered, func() {
 			g.Expect(err).NotTo(HaveOccurred())
 			g.Expect(envoyFilterNamed(objs, ingressNamespace, "acl-shoot--acl--c")).NotTo(BeNil())
 			g.Expect(envoyFilterNamed(objs, zonalNamespace, "acl-shoot--acl--c")).To(BeNil())
-			shared, err := managedResourceObjects(ingressNamespace, aclcontroller.SharedManagedResourceName)
-			g.Expect(err).NotTo(HaveOccurred())
-			g.Expect(toJSON(shared)).To(ContainSubstring(".shoot--acl--c.svc.cluster.local"))
+			g.Expect(sharedFilter(g, ingressNamespace)).To(ContainSubstring(".shoot--acl--c.svc.cluster.local"))
 			// The zonal gateway serves no ACL shoot any more: its shared filter is gone.
 			g.Expect(testClient.Get(ctx(), client.ObjectKey{Namespace: zonalNamespace, Name: aclcontroller.SharedManagedResourceName}, &resourcesv1alpha1.ManagedResource{})).To(Satisfy(apierrors.IsNotFound))
 		}).WithTimeout(timeout).Should(Succeed())
@@ -453,10 +458,9 @@ var _ = Describe("Extension acl", Ordered, func() {
 		Expect(testClient.Get(ctx(), client.ObjectKey{Namespace: "shoot--acl--b", Name: aclcontroller.ManagedResourceName}, &resourcesv1alpha1.ManagedResource{})).To(Satisfy(apierrors.IsNotFound))
 		// The shared filter follows through the rebuild that runs or comes next (rebuilds coalesce).
 		Eventually(func(g Gomega) {
-			shared, err := managedResourceObjects(ingressNamespace, aclcontroller.SharedManagedResourceName)
-			g.Expect(err).NotTo(HaveOccurred())
-			g.Expect(toJSON(shared)).NotTo(ContainSubstring("shoot--acl--b"))
-			g.Expect(toJSON(shared)).To(ContainSubstring(".shoot--acl--a.svc.cluster.local"))
+			shared := sharedFilter(g, ingressNamespace)
+			g.Expect(shared).NotTo(ContainSubstring("shoot--acl--b"))
+			g.Expect(shared).To(ContainSubstring(".shoot--acl--a.svc.cluster.local"))
 		}).WithTimeout(timeout).Should(Succeed())
 	})
 
@@ -494,10 +498,9 @@ var _ = Describe("Extension acl", Ordered, func() {
 
 		By("Keeping the shared filter for the other shoot on the gateway, without the deleted one")
 		Eventually(func(g Gomega) {
-			shared, err := managedResourceObjects(ingressNamespace, aclcontroller.SharedManagedResourceName)
-			g.Expect(err).NotTo(HaveOccurred())
-			g.Expect(toJSON(shared)).NotTo(ContainSubstring("shoot--acl--a"))
-			g.Expect(toJSON(shared)).To(ContainSubstring(".shoot--acl--c.svc.cluster.local"))
+			shared := sharedFilter(g, ingressNamespace)
+			g.Expect(shared).NotTo(ContainSubstring("shoot--acl--a"))
+			g.Expect(shared).To(ContainSubstring(".shoot--acl--c.svc.cluster.local"))
 		}).WithTimeout(timeout).Should(Succeed())
 
 		By("Removing the shared filter with the last ACL shoot of the gateway")

@@ -62,11 +62,7 @@ var _ = Describe("reconciling many ACL shoots", Label("bench"), Ordered, func() 
 		Expect(err).NotTo(HaveOccurred())
 		mgrCtx, cancel := context.WithCancel(context.Background())
 		DeferCleanup(cancel)
-		Expect(aclcontroller.AddToManagerWithOptions(mgrCtx, mgr, aclcontroller.AddOptions{
-			IgnoreOperationAnnotation: true,
-			Controller:                aclcontroller.DefaultAddOptions.Controller,
-			Config:                    aclcontroller.Config{AlwaysAllowedCIDRs: []string{operatorCIDR}},
-		})).To(Succeed())
+		Expect(addController(mgrCtx, mgr)).To(Succeed())
 		Expect(aclhealthcheck.AddToManager(mgr, 0)).To(Succeed())
 		go func() {
 			defer GinkgoRecover()
