@@ -229,6 +229,10 @@ var _ = Describe("firewall agent in network namespaces", func() {
 				default:
 				}
 				out, err := t.node.Exec("iperf3", "-c", outsideV4, "-p", "5201", "-R", "-t", "2", "-J")
+				if err != nil || !json.Valid([]byte(out)) {
+					// Only the last failure reaches the report: log each.
+					GinkgoWriter.Printf("iperf3 client: %v\n%s\n", err, out)
+				}
 				g.Expect(err).NotTo(HaveOccurred())
 				g.Expect(json.Unmarshal([]byte(out), &res)).To(Succeed())
 				g.Expect(res.Error).To(BeEmpty())
