@@ -29,14 +29,17 @@ control-plane:
 
 # The end-to-end suites (three control planes, the agent in network namespaces)
 # run after the others, not beside them, to keep two cores from being
-# oversubscribed. (The unsigned CSRs once blamed on load were a
-# kube-controller-manager killed by Pdeathsig when its forking thread ended;
-# test/testenv now forks from a thread that lives as long as the process.)
+# oversubscribed. They run even when an earlier suite failed: both results are
+# reported and the target fails if either did. hack/test-prereqs.sh installs
+# what the root suites need (as root) or says what they would need.
 .PHONY: test
 test:
-	assets="$$(hack/build-control-plane.sh)" && \
-	KUBEBUILDER_ASSETS="$$assets" go test $(GO_TEST_FLAGS) $$(go list ./... | grep -v /test/e2e/) && \
-	KUBEBUILDER_ASSETS="$$assets" go test $(GO_TEST_FLAGS) ./test/e2e/...
+	@hack/test-prereqs.sh
+	@assets="$$(hack/build-control-plane.sh)" || exit 1; failed=""; \
+	KUBEBUILDER_ASSETS="$$assets" go test $(GO_TEST_FLAGS) $$(go list ./... | grep -v /test/e2e/) || failed="$$failed unit+integration"; \
+	KUBEBUILDER_ASSETS="$$assets" go test $(GO_TEST_FLAGS) ./test/e2e/... || failed="$$failed e2e"; \
+	if [ -n "$$failed" ]; then echo "make test: FAILED:$$failed"; exit 1; fi; \
+	echo "make test: all suites passed"
 
 # The main job on this host, in plain sentences: seeds and a shoot built from
 # source, the extension, a firewall machine in a network namespace with the
@@ -45,6 +48,7 @@ test:
 .PHONY: demo
 demo:
 	@if [ "$$(id -u)" != 0 ]; then echo "make demo needs root: it creates network namespaces and runs firewall agents in them (run it as root, e.g. sudo make demo)"; exit 1; fi
+	@hack/test-prereqs.sh root-only
 	@echo "make demo: building or reusing the control-plane binaries (cached; about 13 minutes the first time on 2 cores)"
 	@assets="$$(hack/build-control-plane.sh)" && \
 	  echo "make demo: compiling the demo program (a few minutes the first time)" && \
@@ -96,6 +100,7 @@ $(CONTROLLER_GEN):
 
 .PHONY: check
 check: $(GOLANGCI_LINT)
+	@hack/check-tracked-files.sh
 	@unformatted="$$(gofmt -l $$(git ls-files '*.go'))"; \
 	  if [ -n "$$unformatted" ]; then echo "gofmt needed:"; echo "$$unformatted"; exit 1; fi
 	go vet ./...
@@ -125,6 +130,7 @@ BENCH_BASELINE_LIMIT ?= 60s
 .PHONY: bench
 bench:
 	@if [ "$$(id -u)" != 0 ]; then echo "make bench needs root (network namespaces)"; exit 1; fi
+	@hack/test-prereqs.sh root-only
 	@BENCH_TABLE=true BENCH_BASELINE_LIMIT=$(BENCH_BASELINE_LIMIT) go test ./pkg/firewall/nftables/ -run '^TestBenchTable$$' -count=1 -v -timeout 20m \
 	  | grep -v -e '^=== RUN' -e '^--- PASS' -e '^PASS$$' -e '^ok '
 	@BENCH_TABLE=true go test ./test/integration/agent/ -count=1 -v -timeout 10m -ginkgo.label-filter=bench \

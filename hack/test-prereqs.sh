@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# Makes this machine ready for `make test` / `make demo` / `make bench`, or
+# says exactly what is missing. As root it installs missing Debian packages
+# with apt; not as root it names them and the network-namespace tests skip.
+#
+# Usage: hack/test-prereqs.sh [root-only]
+#   root-only: the caller cannot run without root (make demo, make bench).
+set -euo pipefail
+
+# command:package pairs the network-namespace tests, the demo and the bench use.
+# nft: the agent tests compare with `nft list`; ip: namespaces and veth;
+# iperf3: the rate-limit and throughput tests.
+NEEDED=(nft:nftables ip:iproute2 iperf3:iperf3)
+
+log() { echo "test-prereqs: $*" >&2; }
+
+if ! command -v go >/dev/null; then
+  log "go is missing: install Go $(sed -n 's/^go //p' "$(dirname "$0")/../go.mod") or newer (e.g. to /usr/local/go) and put it on PATH"
+  exit 1
+fi
+
+missing_pkgs=()
+missing_cmds=()
+for pair in "${NEEDED[@]}"; do
+  if ! command -v "${pair%%:*}" >/dev/null 2>&1 && ! [ -x "/usr/sbin/${pair%%:*}" ]; then
+    missing_cmds+=("${pair%%:*}")
+    missing_pkgs+=("${pair#*:}")
+  fi
+done
+
+if [ "$(id -u)" != 0 ]; then
+  if [ "${1:-}" = root-only ]; then
+    log "this target needs root (network namespaces, nftables): run it as root, e.g. sudo make ..."
+    exit 1
+  fi
+  log "not root: the network-namespace suites (the agent in namespaces, packet checks, e2e migration with machines) are skipped; every other suite runs."
+  if (( ${#missing_pkgs[@]} )); then
+    log "to run them too: sudo apt-get install -y ${missing_pkgs[*]} && sudo make test"
+  else
+    log "to run them too: sudo make test"
+  fi
+  exit 0
+fi
+
+if (( ${#missing_pkgs[@]} )); then
+  log "installing ${missing_pkgs[*]} (missing: ${missing_cmds[*]})"
+  if ! command -v apt-get >/dev/null; then
+    log "no apt-get on this machine: install the packages that provide ${missing_cmds[*]} yourself"
+    exit 1
+  fi
+  export DEBIAN_FRONTEND=noninteractive
+  if ! { apt-get update -qq && apt-get install -y -qq --no-install-recommends "${missing_pkgs[@]}" >/dev/null; }; then
+    log "apt-get could not install ${missing_pkgs[*]}; install them by hand (apt-get install ${missing_pkgs[*]})"
+    exit 1
+  fi
+fi
+for pair in "${NEEDED[@]}"; do
+  c="${pair%%:*}"
+  if ! command -v "$c" >/dev/null 2>&1 && ! [ -x "/usr/sbin/$c" ]; then
+    log "$c is still missing after installing ${pair#*:}"
+    exit 1
+  fi
+done
