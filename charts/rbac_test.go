@@ -14,9 +14,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
-	firewallcontroller "github.com/metal-firewall/gardener-extension-firewall/pkg/controller/firewall"
-	"github.com/metal-firewall/gardener-extension-firewall/pkg/controller/firewall/credentials"
-	aclwebhook "github.com/metal-firewall/gardener-extension-firewall/pkg/webhook/acl"
+	"github.com/metal-firewall/gardener-extension-firewall/pkg/constants"
+	"github.com/metal-firewall/gardener-extension-firewall/pkg/credentials"
+	"github.com/metal-firewall/gardener-extension-firewall/pkg/webhook/envoyfilter"
 )
 
 // allRules are the rules of every Role and ClusterRole the chart renders.
@@ -99,13 +99,13 @@ var _ = Describe("RBAC", func() {
 	})
 
 	It("ships the agents' CSR ClusterRole exactly as the extension wants it", func() {
-		shipped := find[*rbacv1.ClusterRole](objs, credentials.CSRClusterRoleName)
+		shipped := find[*rbacv1.ClusterRole](objs, constants.AgentCSRClusterRoleName)
 		Expect(shipped).NotTo(BeNil())
 		c := fake.NewClientBuilder().WithScheme(kubernetes.SeedScheme).WithObjects(shipped.DeepCopy()).Build()
 		before := &rbacv1.ClusterRole{}
 		Expect(c.Get(context.Background(), client.ObjectKeyFromObject(shipped), before)).To(Succeed())
 
-		Expect(credentials.EnsureAgentRBAC(context.Background(), c, "shoot--p--s", "firewall-abc", []string{firewallcontroller.ShootAccessSecretName})).To(Succeed())
+		Expect(credentials.EnsureAgentRBAC(context.Background(), c, "shoot--p--s", "firewall-abc", []string{constants.ShootAccessSecretName})).To(Succeed())
 
 		after := &rbacv1.ClusterRole{}
 		Expect(c.Get(context.Background(), client.ObjectKeyFromObject(shipped), after)).To(Succeed())
@@ -116,8 +116,8 @@ var _ = Describe("RBAC", func() {
 
 	It("holds what it grants each agent, and may bind the agents' CSR ClusterRole", func() {
 		c := fake.NewClientBuilder().WithScheme(kubernetes.SeedScheme).
-			WithObjects(find[*rbacv1.ClusterRole](objs, credentials.CSRClusterRoleName).DeepCopy()).Build()
-		Expect(credentials.EnsureAgentRBAC(context.Background(), c, "shoot--p--s", "firewall-abc", []string{firewallcontroller.ShootAccessSecretName})).To(Succeed())
+			WithObjects(find[*rbacv1.ClusterRole](objs, constants.AgentCSRClusterRoleName).DeepCopy()).Build()
+		Expect(credentials.EnsureAgentRBAC(context.Background(), c, "shoot--p--s", "firewall-abc", []string{constants.ShootAccessSecretName})).To(Succeed())
 
 		roles := &rbacv1.RoleList{}
 		Expect(c.List(context.Background(), roles)).To(Succeed())
@@ -134,10 +134,10 @@ var _ = Describe("RBAC", func() {
 		bindings := &rbacv1.ClusterRoleBindingList{}
 		Expect(c.List(context.Background(), bindings)).To(Succeed())
 		Expect(bindings.Items).To(HaveLen(1))
-		Expect(bindings.Items[0].RoleRef.Name).To(Equal(credentials.CSRClusterRoleName))
-		Expect(allows(extension.Rules, rbacv1.GroupName, "clusterroles", "bind", credentials.CSRClusterRoleName)).To(BeTrue())
+		Expect(bindings.Items[0].RoleRef.Name).To(Equal(constants.AgentCSRClusterRoleName))
+		Expect(allows(extension.Rules, rbacv1.GroupName, "clusterroles", "bind", constants.AgentCSRClusterRoleName)).To(BeTrue())
 		Expect(allows(extension.Rules, rbacv1.GroupName, "clusterroles", "bind", "cluster-admin")).To(BeFalse())
-		Expect(allows(extension.Rules, rbacv1.GroupName, "clusterroles", "update", credentials.CSRClusterRoleName)).To(BeFalse(), "the chart owns it")
+		Expect(allows(extension.Rules, rbacv1.GroupName, "clusterroles", "update", constants.AgentCSRClusterRoleName)).To(BeFalse(), "the chart owns it")
 		for _, verb := range []string{"get", "list", "watch", "create", "update", "delete"} {
 			Expect(allows(extension.Rules, rbacv1.GroupName, "clusterrolebindings", verb, "")).To(BeTrue(), verb+" clusterrolebindings")
 		}
@@ -153,9 +153,9 @@ var _ = Describe("RBAC", func() {
 	})
 
 	It("changes only its own webhook registration", func() {
-		Expect(allows(extension.Rules, "admissionregistration.k8s.io", "mutatingwebhookconfigurations", "patch", aclwebhook.Name)).To(BeTrue())
+		Expect(allows(extension.Rules, "admissionregistration.k8s.io", "mutatingwebhookconfigurations", "patch", envoyfilter.Name)).To(BeTrue())
 		Expect(allows(extension.Rules, "admissionregistration.k8s.io", "mutatingwebhookconfigurations", "patch", "gardener-resource-manager")).To(BeFalse())
-		Expect(allows(extension.Rules, "admissionregistration.k8s.io", "mutatingwebhookconfigurations", "delete", aclwebhook.Name)).To(BeFalse())
+		Expect(allows(extension.Rules, "admissionregistration.k8s.io", "mutatingwebhookconfigurations", "delete", envoyfilter.Name)).To(BeFalse())
 	})
 
 	It("grants the controllers' kinds the verbs they use", func() {

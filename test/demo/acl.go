@@ -14,7 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	aclv1alpha1 "github.com/metal-firewall/gardener-extension-firewall/pkg/apis/acl/v1alpha1"
-	aclcontroller "github.com/metal-firewall/gardener-extension-firewall/pkg/controller/acl"
+	"github.com/metal-firewall/gardener-extension-firewall/pkg/constants"
 	"github.com/metal-firewall/gardener-extension-firewall/test/framework"
 )
 
@@ -29,7 +29,7 @@ var reconciled = regexp.MustCompile(`^(Create|Reconcile|Restore) Succeeded$`)
 // enableACL enables the acl extension for the shoot in seed A.
 func (d *demo) enableACL(ctx context.Context) error {
 	var err error
-	if d.acl, err = framework.Reconcile(ctx, d.seedA.c, shootNamespace, aclcontroller.Type, []byte(aclConfig)); err != nil {
+	if d.acl, err = framework.Reconcile(ctx, d.seedA.c, shootNamespace, constants.ACLExtensionType, []byte(aclConfig)); err != nil {
 		return err
 	}
 	d.n.say("Enabled the acl extension for the shoot: Extension %s/acl in seed A with providerConfig", shootNamespace)
@@ -67,7 +67,7 @@ func (d *demo) showACL(ctx context.Context, s *seed) error {
 
 	var filters []*istionetworkingv1alpha3.EnvoyFilter
 	for _, mr := range []struct{ namespace, name string }{
-		{shootNamespace, aclcontroller.ManagedResourceName},
+		{shootNamespace, constants.ACLManagedResourceName},
 	} {
 		objs, err := framework.ManagedResourceObjects(ctx, s.c, mr.namespace, mr.name)
 		if err != nil {
@@ -76,9 +76,9 @@ func (d *demo) showACL(ctx context.Context, s *seed) error {
 		filters = append(filters, envoyFilters(objs)...)
 	}
 	for _, ns := range st.IngressNamespaces {
-		objs, err := framework.ManagedResourceObjects(ctx, s.c, ns, aclcontroller.SharedManagedResourceName)
+		objs, err := framework.ManagedResourceObjects(ctx, s.c, ns, constants.ACLSharedManagedResourceName)
 		if err != nil {
-			return fmt.Errorf("ManagedResource %s/%s: %w", ns, aclcontroller.SharedManagedResourceName, err)
+			return fmt.Errorf("ManagedResource %s/%s: %w", ns, constants.ACLSharedManagedResourceName, err)
 		}
 		filters = append(filters, envoyFilters(objs)...)
 	}

@@ -20,9 +20,8 @@ import (
 	bootstraptokenapi "k8s.io/cluster-bootstrap/token/api"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	agentconfigv1alpha1 "github.com/metal-firewall/gardener-extension-firewall/pkg/apis/agentconfig/v1alpha1"
 	firewallv1alpha1 "github.com/metal-firewall/gardener-extension-firewall/pkg/apis/firewall/v1alpha1"
-	firewallcontroller "github.com/metal-firewall/gardener-extension-firewall/pkg/controller/firewall"
-	managerfirewall "github.com/metal-firewall/gardener-extension-firewall/pkg/controller/manager/firewall"
 	"github.com/metal-firewall/gardener-extension-firewall/test/framework"
 )
 
@@ -37,7 +36,7 @@ func (d *demo) onMachine(path string) string {
 // token; and the certificate is the one issued for a CSR in the seed that
 // the firewall's bootstrap token requested and the extension approved.
 func (d *demo) showCredential(ctx context.Context, s *seed, fwName string) error {
-	path := firewallcontroller.AgentSeedKubeconfigPath
+	path := agentconfigv1alpha1.SeedKubeconfigPath
 	info, err := os.Stat(d.onMachine(path))
 	if err != nil {
 		return err
@@ -143,7 +142,7 @@ func (d *demo) showBootstrapTokenGone(ctx context.Context, s *seed) error {
 	}); err != nil {
 		return err
 	}
-	path := managerfirewall.BootstrapKubeconfigPath
+	path := agentconfigv1alpha1.BootstrapKubeconfigPath
 	cfg, err := clientcmd.BuildConfigFromFlags("", d.onMachine(path))
 	if err != nil {
 		return err
@@ -175,18 +174,18 @@ func (d *demo) showBootstrapTokenGone(ctx context.Context, s *seed) error {
 // kubeconfig whose token is one of the seed's short-lived bootstrap tokens
 // for this shoot, and no seed kubeconfig yet.
 func (d *demo) showBootstrapCredential(ctx context.Context, s *seed) error {
-	if _, err := os.Stat(d.onMachine(firewallcontroller.AgentSeedKubeconfigPath)); err == nil {
-		return fmt.Errorf("a new machine must not hold %s yet", firewallcontroller.AgentSeedKubeconfigPath)
+	if _, err := os.Stat(d.onMachine(agentconfigv1alpha1.SeedKubeconfigPath)); err == nil {
+		return fmt.Errorf("a new machine must not hold %s yet", agentconfigv1alpha1.SeedKubeconfigPath)
 	} else if !errors.Is(err, os.ErrNotExist) {
 		return err
 	}
-	cfg, err := clientcmd.BuildConfigFromFlags("", d.onMachine(managerfirewall.BootstrapKubeconfigPath))
+	cfg, err := clientcmd.BuildConfigFromFlags("", d.onMachine(agentconfigv1alpha1.BootstrapKubeconfigPath))
 	if err != nil {
 		return err
 	}
 	id, _, ok := strings.Cut(cfg.BearerToken, ".")
 	if !ok || cfg.Host != s.cp.Config.Host {
-		return fmt.Errorf("%s holds no bootstrap token for %s", managerfirewall.BootstrapKubeconfigPath, s.name)
+		return fmt.Errorf("%s holds no bootstrap token for %s", agentconfigv1alpha1.BootstrapKubeconfigPath, s.name)
 	}
 	tokens, err := framework.AgentTokens(ctx, s.c, shootNamespace)
 	if err != nil {
@@ -201,7 +200,7 @@ func (d *demo) showBootstrapCredential(ctx context.Context, s *seed) error {
 			return fmt.Errorf("bootstrap token %s: %w", id, err)
 		}
 		d.n.say("Its only credential is %s: bootstrap token %s of %s, which expires at %s (in %.0f min)",
-			managerfirewall.BootstrapKubeconfigPath, id, s.name, expiration.Local().Format(time.TimeOnly), time.Until(expiration).Minutes())
+			agentconfigv1alpha1.BootstrapKubeconfigPath, id, s.name, expiration.Local().Format(time.TimeOnly), time.Until(expiration).Minutes())
 		return nil
 	}
 	return fmt.Errorf("the machine's bootstrap token %s is not one of %s's bootstrap tokens for the shoot", id, s.name)
@@ -210,7 +209,7 @@ func (d *demo) showBootstrapCredential(ctx context.Context, s *seed) error {
 // showSeedRefuses checks that a seed no longer lets the agent in with the
 // certificate it holds.
 func (d *demo) showSeedRefuses(ctx context.Context, s *seed, fwName string) error {
-	cfg, err := clientcmd.BuildConfigFromFlags("", d.onMachine(firewallcontroller.AgentSeedKubeconfigPath))
+	cfg, err := clientcmd.BuildConfigFromFlags("", d.onMachine(agentconfigv1alpha1.SeedKubeconfigPath))
 	if err != nil {
 		return err
 	}

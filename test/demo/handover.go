@@ -9,7 +9,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	firewallv1alpha1 "github.com/metal-firewall/gardener-extension-firewall/pkg/apis/firewall/v1alpha1"
-	"github.com/metal-firewall/gardener-extension-firewall/pkg/controller/firewall/credentials"
+	"github.com/metal-firewall/gardener-extension-firewall/pkg/constants"
 )
 
 // handOver records every bootstrap kubeconfig a seed delivers to a
@@ -23,7 +23,7 @@ type handOver struct {
 
 // watchHandOver starts recording the deliveries to firewall fwName.
 func (d *demo) watchHandOver(ctx context.Context, fwName string) (*handOver, error) {
-	w, err := d.shootClient.Watch(ctx, &corev1.SecretList{}, client.InNamespace(credentials.ShootNamespace))
+	w, err := d.shootClient.Watch(ctx, &corev1.SecretList{}, client.InNamespace(constants.ShootNamespace))
 	if err != nil {
 		return nil, err
 	}

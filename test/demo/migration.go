@@ -16,11 +16,9 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	agentconfigv1alpha1 "github.com/metal-firewall/gardener-extension-firewall/pkg/apis/agentconfig/v1alpha1"
 	firewallv1alpha1 "github.com/metal-firewall/gardener-extension-firewall/pkg/apis/firewall/v1alpha1"
-	aclcontroller "github.com/metal-firewall/gardener-extension-firewall/pkg/controller/acl"
-	firewallcontroller "github.com/metal-firewall/gardener-extension-firewall/pkg/controller/firewall"
-	"github.com/metal-firewall/gardener-extension-firewall/pkg/controller/firewall/credentials"
-	managerfirewall "github.com/metal-firewall/gardener-extension-firewall/pkg/controller/manager/firewall"
+	"github.com/metal-firewall/gardener-extension-firewall/pkg/constants"
 	"github.com/metal-firewall/gardener-extension-firewall/test/framework"
 )
 
@@ -141,7 +139,7 @@ func (d *demo) migrate(ctx context.Context) error {
 // way to a new seed after a migration: through the seed it reads the
 // shoot-access Secret whose token Gardener's TokenRequestor fills.
 func (d *demo) showShootKubeconfig(ctx context.Context) error {
-	path := firewallcontroller.AgentShootKubeconfigPath
+	path := agentconfigv1alpha1.ShootKubeconfigPath
 	if err := d.n.waitFor(ctx, "the agent's shoot kubeconfig", time.Minute, func(context.Context) error {
 		cfg, err := clientcmd.LoadFromFile(d.onMachine(path))
 		if err != nil {
@@ -188,7 +186,7 @@ func (d *demo) checkMigratedOut(ctx context.Context, fwName string, state *runti
 		return fmt.Errorf("seed A still holds %d Firewalls and %d bootstrap tokens", len(fws), len(tokens))
 	}
 	// The shared HTTP-CONNECT filter stays for other shoots, without this one.
-	shared, err := framework.ManagedResourceObjects(ctx, c, framework.IngressNamespace, aclcontroller.SharedManagedResourceName)
+	shared, err := framework.ManagedResourceObjects(ctx, c, framework.IngressNamespace, constants.ACLSharedManagedResourceName)
 	if err != nil && !apierrors.IsNotFound(err) {
 		return err
 	}
@@ -206,7 +204,7 @@ func (d *demo) checkMigratedOut(ctx context.Context, fwName string, state *runti
 		key client.ObjectKey
 	}{
 		{&rbacv1.ClusterRoleBinding{}, client.ObjectKey{Name: firewallv1alpha1.AgentUserName(shootNamespace, fwName)}},
-		{&resourcesv1alpha1.ManagedResource{}, client.ObjectKey{Namespace: shootNamespace, Name: aclcontroller.ManagedResourceName}},
+		{&resourcesv1alpha1.ManagedResource{}, client.ObjectKey{Namespace: shootNamespace, Name: constants.ACLManagedResourceName}},
 	} {
 		err := c.Get(ctx, o.key, o.obj)
 		switch {
@@ -224,7 +222,7 @@ func (d *demo) checkMigratedOut(ctx context.Context, fwName string, state *runti
 // shoot, the one API endpoint that a migration does not change; and the
 // Secret is withdrawn once the agent has reported in.
 func (d *demo) showHandOver(ctx context.Context, fwName string, h *handOver) error {
-	path := managerfirewall.BootstrapKubeconfigPath
+	path := agentconfigv1alpha1.BootstrapKubeconfigPath
 	data, err := os.ReadFile(d.onMachine(path))
 	if err != nil {
 		return err
@@ -236,7 +234,7 @@ func (d *demo) showHandOver(ctx context.Context, fwName string, h *handOver) err
 	if cfg.Host != d.seedB.cp.Config.Host {
 		return fmt.Errorf("the machine's bootstrap kubeconfig names %s, not seed B (%s)", cfg.Host, d.seedB.cp.Config.Host)
 	}
-	key := client.ObjectKey{Namespace: credentials.ShootNamespace, Name: firewallv1alpha1.DeliveredBootstrapSecretName(fwName)}
+	key := client.ObjectKey{Namespace: constants.ShootNamespace, Name: firewallv1alpha1.DeliveredBootstrapSecretName(fwName)}
 	carried, deliveries := h.carried(data)
 	if !carried {
 		return fmt.Errorf("the machine's bootstrap kubeconfig is none of the %d delivered in the shoot's Secret %s", deliveries, key)

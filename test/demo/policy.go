@@ -13,7 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	firewallv1alpha1 "github.com/metal-firewall/gardener-extension-firewall/pkg/apis/firewall/v1alpha1"
-	firewallcontroller "github.com/metal-firewall/gardener-extension-firewall/pkg/controller/firewall"
+	"github.com/metal-firewall/gardener-extension-firewall/pkg/constants"
 	"github.com/metal-firewall/gardener-extension-firewall/test/framework"
 )
 
@@ -26,12 +26,12 @@ const otherOutsidePort = "7001"
 // connections.
 func (d *demo) applyPolicy(ctx context.Context) error {
 	if err := d.n.waitFor(ctx, "the shoot's resource manager to apply the extension's shoot ManagedResource", time.Minute, func(ctx context.Context) error {
-		return d.shootClient.Get(ctx, client.ObjectKey{Namespace: firewallv1alpha1.ClusterwideNetworkPolicyNamespace, Name: firewallcontroller.AgentShootRoleName}, &rbacv1.RoleBinding{})
+		return d.shootClient.Get(ctx, client.ObjectKey{Namespace: firewallv1alpha1.ClusterwideNetworkPolicyNamespace, Name: constants.AgentShootRoleName}, &rbacv1.RoleBinding{})
 	}); err != nil {
 		return err
 	}
 	d.n.say("Gardener's resource manager applied ManagedResource %s into the shoot: the ClusterwideNetworkPolicy and FirewallMonitor CRDs, namespace %s, and the agent's Role (read policies, report status) and ClusterRole (read Services)",
-		firewallcontroller.ShootManagedResourceName, firewallv1alpha1.ClusterwideNetworkPolicyNamespace)
+		constants.ShootManagedResourceName, firewallv1alpha1.ClusterwideNetworkPolicyNamespace)
 
 	l, err := framework.StartEchoServer(d.wiring.ExternalNetNS, net.JoinHostPort(d.wiring.Outside, otherOutsidePort))
 	if err != nil {

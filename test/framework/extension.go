@@ -18,13 +18,14 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	"github.com/metal-firewall/gardener-extension-firewall/pkg/constants"
 	aclcontroller "github.com/metal-firewall/gardener-extension-firewall/pkg/controller/acl"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/controller/csrapprover"
 	firewallcontroller "github.com/metal-firewall/gardener-extension-firewall/pkg/controller/firewall"
-	"github.com/metal-firewall/gardener-extension-firewall/pkg/controller/firewall/credentials"
 	firewallmanager "github.com/metal-firewall/gardener-extension-firewall/pkg/controller/manager"
-	managerfirewall "github.com/metal-firewall/gardener-extension-firewall/pkg/controller/manager/firewall"
+	"github.com/metal-firewall/gardener-extension-firewall/pkg/controller/manager/firewallmachine"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/controller/manager/machine"
+	"github.com/metal-firewall/gardener-extension-firewall/pkg/credentials"
 	"github.com/metal-firewall/gardener-extension-firewall/test/testenv"
 )
 
@@ -84,9 +85,9 @@ func addControllers(ctx context.Context, mgr manager.Manager, seed, shoot *teste
 	}
 	if err := firewallmanager.AddToManager(mgr, firewallmanager.Options{
 		Provider: opts.Provider, HeartbeatTimeout: HeartbeatTimeout,
-		Bootstrap: &managerfirewall.Bootstrap{
+		Bootstrap: &firewallmachine.Bootstrap{
 			Server: seed.Config.Host, CAData: seed.Config.CAData,
-			SecretNames: []string{firewallcontroller.ShootAccessSecretName},
+			SecretNames: []string{constants.ShootAccessSecretName},
 			Delivery:    &credentials.ShootDelivery{SeedClient: mgr.GetClient()},
 		},
 	}); err != nil {

@@ -8,7 +8,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	firewallv1alpha1 "github.com/metal-firewall/gardener-extension-firewall/pkg/apis/firewall/v1alpha1"
-	"github.com/metal-firewall/gardener-extension-firewall/pkg/controller/firewall/credentials"
+	"github.com/metal-firewall/gardener-extension-firewall/pkg/constants"
 )
 
 // Firewalls lists the Firewalls of a shoot namespace in a seed.
@@ -24,7 +24,7 @@ func Firewalls(ctx context.Context, c client.Client, namespace string) ([]firewa
 // shoot namespace's firewalls (in kube-system of the seed).
 func AgentTokens(ctx context.Context, c client.Client, namespace string) ([]corev1.Secret, error) {
 	list := &corev1.SecretList{}
-	if err := c.List(ctx, list, client.InNamespace(metav1.NamespaceSystem), client.MatchingLabels{credentials.LabelNamespace: namespace}); err != nil {
+	if err := c.List(ctx, list, client.InNamespace(metav1.NamespaceSystem), client.MatchingLabels{constants.LabelFirewallNamespace: namespace}); err != nil {
 		return nil, err
 	}
 	return list.Items, nil

@@ -15,8 +15,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	agentconfigv1alpha1 "github.com/metal-firewall/gardener-extension-firewall/pkg/apis/agentconfig/v1alpha1"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/firewall/agent"
-	"github.com/metal-firewall/gardener-extension-firewall/pkg/firewall/config"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/firewall/metrics"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/firewall/nftables"
 )
@@ -61,7 +61,7 @@ re-applies on change; a bad config is logged and the ruleset in force stays.`,
 		},
 	}
 	cmd.SetVersionTemplate("firewall-agent {{.Version}}\n")
-	cmd.Flags().StringVar(&opts.ConfigPath, "config", config.DefaultPath, "path of the config file")
+	cmd.Flags().StringVar(&opts.ConfigPath, "config", agentconfigv1alpha1.ConfigPath, "path of the config file")
 	cmd.Flags().BoolVar(&opts.Once, "once", false, "apply once and exit; non-zero exit and no change on failure")
 	cmd.Flags().DurationVar(&opts.PollInterval, "poll-interval", time.Second, "how often to check the config file for changes")
 	cmd.Flags().DurationVar(&opts.ResyncInterval, "resync-interval", time.Minute, "how often to re-apply without a change, repairing changes made by others")
@@ -89,7 +89,7 @@ func newRenderCommand() *cobra.Command {
 			return err
 		},
 	}
-	cmd.Flags().StringVar(&path, "config", config.DefaultPath, "path of the config file")
+	cmd.Flags().StringVar(&path, "config", agentconfigv1alpha1.ConfigPath, "path of the config file")
 	return cmd
 }
 

@@ -14,8 +14,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
+	"github.com/metal-firewall/gardener-extension-firewall/pkg/admission/validator"
 	aclvalidation "github.com/metal-firewall/gardener-extension-firewall/pkg/apis/acl/validation"
-	shootwebhook "github.com/metal-firewall/gardener-extension-firewall/pkg/webhook/shoot"
 )
 
 // Version is set at build time with
@@ -80,10 +80,10 @@ func NewCommand() *cobra.Command {
 	return cmd
 }
 
-// Serve serves the Shoot validator at shootwebhook.Path until ctx ends.
+// Serve serves the Shoot validator at validator.Path until ctx ends.
 func Serve(ctx context.Context, opts *Options) error {
 	ctrl.SetLogger(zap.New())
 	server := webhook.NewServer(webhook.Options{Host: opts.Host, Port: opts.Port, CertDir: opts.CertDir})
-	server.Register(shootwebhook.Path, &admission.Webhook{Handler: &shootwebhook.Validator{ACLLimits: aclvalidation.Limits{MaxCIDRs: opts.MaxCIDRs}}})
+	server.Register(validator.Path, &admission.Webhook{Handler: &validator.Validator{ACLLimits: aclvalidation.Limits{MaxCIDRs: opts.MaxCIDRs}}})
 	return server.Start(ctx)
 }

@@ -22,7 +22,7 @@ import (
 	certutil "k8s.io/client-go/util/cert"
 
 	. "github.com/metal-firewall/gardener-extension-firewall/cmd/gardener-extension-firewall-admission/app"
-	shootwebhook "github.com/metal-firewall/gardener-extension-firewall/pkg/webhook/shoot"
+	"github.com/metal-firewall/gardener-extension-firewall/pkg/admission/validator"
 )
 
 var _ = Describe("Admission server", Ordered, func() {
@@ -53,7 +53,7 @@ var _ = Describe("Admission server", Ordered, func() {
 		pool := x509.NewCertPool()
 		pool.AppendCertsFromPEM(certPEM)
 		client = &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}}}
-		url = fmt.Sprintf("https://127.0.0.1:%d%s", port, shootwebhook.Path)
+		url = fmt.Sprintf("https://127.0.0.1:%d%s", port, validator.Path)
 	})
 
 	review := func(exts ...gardencorev1beta1.Extension) *admissionv1.AdmissionResponse {

@@ -20,17 +20,17 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	firewallv1alpha1 "github.com/metal-firewall/gardener-extension-firewall/pkg/apis/firewall/v1alpha1"
+	"github.com/metal-firewall/gardener-extension-firewall/pkg/constants"
 	aclcontroller "github.com/metal-firewall/gardener-extension-firewall/pkg/controller/acl"
-	aclhealthcheck "github.com/metal-firewall/gardener-extension-firewall/pkg/controller/acl/healthcheck"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/controller/csrapprover"
 	firewallcontroller "github.com/metal-firewall/gardener-extension-firewall/pkg/controller/firewall"
-	"github.com/metal-firewall/gardener-extension-firewall/pkg/controller/firewall/credentials"
-	firewallhealthcheck "github.com/metal-firewall/gardener-extension-firewall/pkg/controller/firewall/healthcheck"
+	"github.com/metal-firewall/gardener-extension-firewall/pkg/controller/healthcheck"
 	firewallmanager "github.com/metal-firewall/gardener-extension-firewall/pkg/controller/manager"
-	managerfirewall "github.com/metal-firewall/gardener-extension-firewall/pkg/controller/manager/firewall"
+	"github.com/metal-firewall/gardener-extension-firewall/pkg/controller/manager/firewallmachine"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/controller/manager/machine"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/controller/manager/machine/local"
-	aclwebhook "github.com/metal-firewall/gardener-extension-firewall/pkg/webhook/acl"
+	"github.com/metal-firewall/gardener-extension-firewall/pkg/credentials"
+	"github.com/metal-firewall/gardener-extension-firewall/pkg/webhook/envoyfilter"
 )
 
 // LeaderElectionID is the name of the leader election Lease; the chart's Role names it.
@@ -138,9 +138,9 @@ func AddToManager(ctx context.Context, mgr manager.Manager, opts *Options, provi
 		ProgressDeadline: opts.ProgressDeadline,
 		HealthTimeout:    opts.HealthTimeout,
 		HeartbeatTimeout: opts.HeartbeatTimeout,
-		Bootstrap: &managerfirewall.Bootstrap{
+		Bootstrap: &firewallmachine.Bootstrap{
 			Server: opts.SeedServer, CAData: caData, TokenValidity: opts.BootstrapValidity,
-			SecretNames: []string{firewallcontroller.ShootAccessSecretName},
+			SecretNames: []string{constants.ShootAccessSecretName},
 			Delivery:    &credentials.ShootDelivery{SeedClient: mgr.GetClient()},
 		},
 	}); err != nil {
@@ -158,7 +158,7 @@ func AddToManager(ctx context.Context, mgr manager.Manager, opts *Options, provi
 		return err
 	}
 	if opts.WebhookCertDir != "" {
-		if err := aclwebhook.AddToManager(mgr); err != nil {
+		if err := envoyfilter.AddToManager(mgr); err != nil {
 			return err
 		}
 		if opts.WebhookConfigNamespace != "" {
@@ -167,10 +167,7 @@ func AddToManager(ctx context.Context, mgr manager.Manager, opts *Options, provi
 			}
 		}
 	}
-	if err := firewallhealthcheck.AddToManager(mgr, firewallcontroller.Type, firewallcontroller.DeploymentName, firewallhealthcheck.DefaultSyncPeriod); err != nil {
-		return err
-	}
-	return aclhealthcheck.AddToManager(mgr, aclhealthcheck.DefaultSyncPeriod)
+	return healthcheck.AddToManager(mgr, healthcheck.DefaultSyncPeriod)
 }
 
 func restConfig(kubeconfig string) (*rest.Config, error) {

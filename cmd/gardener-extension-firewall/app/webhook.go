@@ -12,7 +12,7 @@ import (
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
-	aclwebhook "github.com/metal-firewall/gardener-extension-firewall/pkg/webhook/acl"
+	"github.com/metal-firewall/gardener-extension-firewall/pkg/webhook/envoyfilter"
 )
 
 // WebhookComponentName names the webhook's certificates the Gardener way; its prefixed form,
@@ -25,8 +25,8 @@ var WebhookServiceName = extensionswebhook.PrefixedName(WebhookComponentName, fa
 // WebhookConfiguration is the registration of the EnvoyFilter webhook behind the Service
 // WebhookServiceName in namespace, without a CA bundle (the certificate reconciler adds it).
 func WebhookConfiguration(namespace string, servicePort int) *admissionregistrationv1.MutatingWebhookConfiguration {
-	return aclwebhook.MutatingWebhookConfiguration(extensionswebhook.BuildClientConfigFor(
-		aclwebhook.Path, namespace, WebhookComponentName, false, servicePort, extensionswebhook.ModeService, "", nil))
+	return envoyfilter.MutatingWebhookConfiguration(extensionswebhook.BuildClientConfigFor(
+		envoyfilter.Path, namespace, WebhookComponentName, false, servicePort, extensionswebhook.ModeService, "", nil))
 }
 
 // addWebhookCertificates does what Gardener's extensions do for their seed webhooks: a CA and

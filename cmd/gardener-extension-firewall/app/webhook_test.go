@@ -5,14 +5,14 @@ import (
 	. "github.com/onsi/gomega"
 
 	. "github.com/metal-firewall/gardener-extension-firewall/cmd/gardener-extension-firewall/app"
-	aclwebhook "github.com/metal-firewall/gardener-extension-firewall/pkg/webhook/acl"
+	"github.com/metal-firewall/gardener-extension-firewall/pkg/webhook/envoyfilter"
 )
 
 var _ = Describe("WebhookConfiguration", func() {
 	It("points at the chart's Service in the extension's namespace, without a CA yet", func() {
 		Expect(WebhookServiceName).To(Equal("gardener-extension-firewall"))
 		cfg := WebhookConfiguration("extension-firewall-abc", 443)
-		Expect(cfg.Name).To(Equal(aclwebhook.Name))
+		Expect(cfg.Name).To(Equal(envoyfilter.Name))
 		Expect(cfg.Webhooks).To(HaveLen(1))
 		cc := cfg.Webhooks[0].ClientConfig
 		Expect(cc.URL).To(BeNil())
@@ -21,8 +21,8 @@ var _ = Describe("WebhookConfiguration", func() {
 		Expect(cc.Service.Name).To(Equal(WebhookServiceName))
 		Expect(cc.Service.Namespace).To(Equal("extension-firewall-abc"))
 		Expect(*cc.Service.Port).To(Equal(int32(443)))
-		Expect(*cc.Service.Path).To(Equal(aclwebhook.Path))
+		Expect(*cc.Service.Path).To(Equal(envoyfilter.Path))
 		// The scope stays the one the webhook package defines.
-		Expect(cfg.Webhooks[0].MatchConditions).To(Equal(aclwebhook.MutatingWebhookConfiguration(cc).Webhooks[0].MatchConditions))
+		Expect(cfg.Webhooks[0].MatchConditions).To(Equal(envoyfilter.MutatingWebhookConfiguration(cc).Webhooks[0].MatchConditions))
 	})
 })

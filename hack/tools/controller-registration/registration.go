@@ -8,8 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
-	aclcontroller "github.com/metal-firewall/gardener-extension-firewall/pkg/controller/acl"
-	firewallcontroller "github.com/metal-firewall/gardener-extension-firewall/pkg/controller/firewall"
+	"github.com/metal-firewall/gardener-extension-firewall/pkg/constants"
 )
 
 // Name is the name of the ControllerRegistration, the ControllerDeployment and the operator's
@@ -33,12 +32,12 @@ func Resources() []gardencorev1beta1.ControllerResource {
 	before, after := gardencorev1beta1.BeforeKubeAPIServer, gardencorev1beta1.AfterKubeAPIServer
 	return []gardencorev1beta1.ControllerResource{
 		{
-			Kind: "Extension", Type: firewallcontroller.Type,
+			Kind: "Extension", Type: constants.FirewallExtensionType,
 			Lifecycle:           &gardencorev1beta1.ControllerResourceLifecycle{Reconcile: &after, Delete: &before, Migrate: &before},
 			WorkerlessSupported: ptr.To(false),
 		},
 		{
-			Kind: "Extension", Type: aclcontroller.Type,
+			Kind: "Extension", Type: constants.ACLExtensionType,
 			Lifecycle:           &gardencorev1beta1.ControllerResourceLifecycle{Reconcile: &before, Delete: &after, Migrate: &after},
 			WorkerlessSupported: ptr.To(true),
 		},

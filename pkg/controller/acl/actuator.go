@@ -31,7 +31,6 @@ import (
 	gardencorev1beta1 "github.com/gardener/gardener/pkg/apis/core/v1beta1"
 	extensionsv1alpha1 "github.com/gardener/gardener/pkg/apis/extensions/v1alpha1"
 	"github.com/gardener/gardener/pkg/client/kubernetes"
-	"github.com/gardener/gardener/pkg/component/kubernetes/apiserverexposure"
 	"github.com/gardener/gardener/pkg/utils/managedresources"
 	"github.com/go-logr/logr"
 	istioapinetworkingv1alpha3 "istio.io/api/networking/v1alpha3"
@@ -39,27 +38,16 @@ import (
 	istionetworkingv1beta1 "istio.io/client-go/pkg/apis/networking/v1beta1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/metal-firewall/gardener-extension-firewall/pkg/acl/envoy"
+	"github.com/metal-firewall/gardener-extension-firewall/pkg/acl/providerstatus"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/apis/acl/v1alpha1"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/apis/acl/validation"
-	"github.com/metal-firewall/gardener-extension-firewall/pkg/controller/acl/envoy"
+	"github.com/metal-firewall/gardener-extension-firewall/pkg/constants"
 )
 
 const (
-	// Type is the extension type.
-	Type = "acl"
-	// ManagedResourceName is the per-shoot ManagedResource in the shoot namespace.
-	ManagedResourceName = "extension-acl"
-	// SharedManagedResourceName is the ManagedResource of the shared EnvoyFilter in each ingress namespace.
-	SharedManagedResourceName = "acl-http-connect"
-	// DefaultIngressNamespace is used when no Service in the seed matches a Gateway's selector.
-	DefaultIngressNamespace = "istio-ingress"
-	// GardenerTLSTerminationSuffix ends the name of Gardener's per-shoot EnvoyFilter in an ingress namespace.
-	GardenerTLSTerminationSuffix = apiserverexposure.IstioTLSTerminationEnvoyFilterSuffix
-	// PolicyHashAnnotation is set on Gardener's per-shoot EnvoyFilters to make the webhook inject the current policy.
-	PolicyHashAnnotation = "acl.metal-firewall.io/policy-hash"
 	// maxSharedEnvoyFilterBytes keeps the shared EnvoyFilter below etcd's default request limit (1.5 MiB).
 	maxSharedEnvoyFilterBytes = 1400 << 10
 	// kubeAPIServerGatewayPrefix starts the names of the shoot's kube-apiserver Gateways
@@ -133,7 +121,7 @@ func (a *actuator) Reconcile(ctx context.Context, log logr.Logger, ex *extension
 	shoot := envoy.NewShootPolicy(ex.Namespace, policy, always)
 	status := newStatus(policy, shoot, always, ingresses)
 
-	previous, _ := decodeStatus(ex)
+	previous, _ := providerstatus.Decode(ex)
 	// The status first: the webhook reads it when Gardener's EnvoyFilters are touched below.
 	if err := a.updateStatus(ctx, ex, status); err != nil {
 		return err
@@ -169,7 +157,7 @@ func (a *actuator) Reconcile(ctx context.Context, log logr.Logger, ex *extension
 	if err != nil {
 		return err
 	}
-	if err := managedresources.CreateForSeed(ctx, a.client, ex.Namespace, ManagedResourceName, false, data); err != nil {
+	if err := managedresources.CreateForSeed(ctx, a.client, ex.Namespace, constants.ACLManagedResourceName, false, data); err != nil {
 		return fmt.Errorf("deploying the EnvoyFilters: %w", err)
 	}
 
@@ -211,17 +199,17 @@ func (a *actuator) Restore(ctx context.Context, log logr.Logger, ex *extensionsv
 }
 
 func (a *actuator) cleanup(ctx context.Context, log logr.Logger, ex *extensionsv1alpha1.Extension, wait bool) error {
-	if err := managedresources.DeleteForSeed(ctx, a.client, ex.Namespace, ManagedResourceName); err != nil {
+	if err := managedresources.DeleteForSeed(ctx, a.client, ex.Namespace, constants.ACLManagedResourceName); err != nil {
 		return err
 	}
 	if wait {
 		timeoutCtx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 		defer cancel()
-		if err := managedresources.WaitUntilDeleted(timeoutCtx, a.client, ex.Namespace, ManagedResourceName); err != nil {
+		if err := managedresources.WaitUntilDeleted(timeoutCtx, a.client, ex.Namespace, constants.ACLManagedResourceName); err != nil {
 			return err
 		}
 	}
-	if err := a.deleteManagedResourceSecrets(ctx, ex.Namespace, ManagedResourceName); err != nil {
+	if err := a.deleteManagedResourceSecrets(ctx, ex.Namespace, constants.ACLManagedResourceName); err != nil {
 		return err
 	}
 	namespaces, err := a.knownIngressNamespaces(ctx, ex)
@@ -249,7 +237,7 @@ func (a *actuator) cleanup(ctx context.Context, log logr.Logger, ex *extensionsv
 // knownIngressNamespaces are the namespaces in the status and those the Gateways point to now.
 func (a *actuator) knownIngressNamespaces(ctx context.Context, ex *extensionsv1alpha1.Extension) ([]string, error) {
 	var out []string
-	if st, _ := decodeStatus(ex); st != nil {
+	if st, _ := providerstatus.Decode(ex); st != nil {
 		out = append(out, st.IngressNamespaces...)
 	}
 	domain := ""
@@ -383,7 +371,7 @@ func (a *actuator) ingresses(ctx context.Context, namespace, ingressDomain strin
 			namespaces = append(namespaces, svc.Namespace)
 		}
 		if len(namespaces) == 0 {
-			namespaces = append(namespaces, DefaultIngressNamespace)
+			namespaces = append(namespaces, constants.DefaultIngressNamespace)
 		}
 		for _, ns := range namespaces {
 			in := byNamespace[ns]
@@ -416,7 +404,7 @@ func ingressNamespaces(ingresses []ingress) []string {
 // current policy, and tells whether the stored object now carries it.
 func (a *actuator) triggerInjection(ctx context.Context, log logr.Logger, ingressNamespace, shootNamespace, policyHash string, wanted []*istioapinetworkingv1alpha3.EnvoyFilter_EnvoyConfigObjectPatch) (bool, error) {
 	ef := &istionetworkingv1alpha3.EnvoyFilter{}
-	if err := a.client.Get(ctx, client.ObjectKey{Namespace: ingressNamespace, Name: shootNamespace + GardenerTLSTerminationSuffix}, ef); err != nil {
+	if err := a.client.Get(ctx, client.ObjectKey{Namespace: ingressNamespace, Name: shootNamespace + constants.GardenerTLSTerminationSuffix}, ef); err != nil {
 		if apierrors.IsNotFound(err) {
 			return false, nil
 		}
@@ -428,70 +416,34 @@ func (a *actuator) triggerInjection(ctx context.Context, log logr.Logger, ingres
 	// Only a missing or stale injection needs the webhook. The annotation alone is not compared:
 	// gardener-resource-manager may drop it when it re-applies its object, which must not cause a
 	// write every time.
-	if !sameInjection(ef.Spec.ConfigPatches, wanted) {
+	if !envoy.SameInjection(ef.Spec.ConfigPatches, wanted) {
 		patch := client.MergeFrom(ef.DeepCopy())
 		if ef.Annotations == nil {
 			ef.Annotations = map[string]string{}
 		}
-		ef.Annotations[PolicyHashAnnotation] = policyHash
+		ef.Annotations[constants.ACLPolicyHashAnnotation] = policyHash
 		if err := a.client.Patch(ctx, ef, patch); err != nil {
 			return false, fmt.Errorf("touching Gardener's EnvoyFilter %s/%s: %w", ef.Namespace, ef.Name, err)
 		}
 	}
 	// The patch response is the object as stored, after the webhook (if it is up) mutated it.
-	return sameInjection(ef.Spec.ConfigPatches, wanted), nil
-}
-
-// InjectionCurrent tells whether Gardener's per-shoot EnvoyFilter carries
-// exactly the policy of the acl Extension's status; the health check uses it
-// to report drift.
-func InjectionCurrent(ef *istionetworkingv1alpha3.EnvoyFilter, ex *extensionsv1alpha1.Extension) (bool, error) {
-	policy, hosts, ok := PolicyFromStatus(ex)
-	if !ok {
-		return true, nil
-	}
-	wanted, err := envoy.NetworkFilterPatches(hosts, policy)
-	if err != nil {
-		return false, err
-	}
-	return sameInjection(ef.Spec.ConfigPatches, wanted), nil
-}
-
-// IngressNamespacesFromStatus are the ingress namespaces an acl Extension's
-// status says its policy is deployed to.
-func IngressNamespacesFromStatus(ex *extensionsv1alpha1.Extension) []string {
-	st, err := decodeStatus(ex)
-	if err != nil || st == nil {
-		return nil
-	}
-	return st.IngressNamespaces
-}
-
-// sameInjection tells whether exactly the wanted patches are injected.
-func sameInjection(patches, wanted []*istioapinetworkingv1alpha3.EnvoyFilter_EnvoyConfigObjectPatch) bool {
-	injected := 0
-	for _, p := range patches {
-		if envoy.IsInjected(p) {
-			injected++
-		}
-	}
-	return injected == len(wanted) && envoy.ContainsAll(patches, wanted)
+	return envoy.SameInjection(ef.Spec.ConfigPatches, wanted), nil
 }
 
 // stripInjection removes what the webhook injected into Gardener's EnvoyFilter. The controller
 // does it itself so that no stale policy remains when the webhook is down.
 func (a *actuator) stripInjection(ctx context.Context, log logr.Logger, ingressNamespace, shootNamespace string) error {
 	ef := &istionetworkingv1alpha3.EnvoyFilter{}
-	if err := a.client.Get(ctx, client.ObjectKey{Namespace: ingressNamespace, Name: shootNamespace + GardenerTLSTerminationSuffix}, ef); err != nil {
+	if err := a.client.Get(ctx, client.ObjectKey{Namespace: ingressNamespace, Name: shootNamespace + constants.GardenerTLSTerminationSuffix}, ef); err != nil {
 		return client.IgnoreNotFound(err)
 	}
 	stripped := envoy.StripInjected(ef.Spec.ConfigPatches)
-	if len(stripped) == len(ef.Spec.ConfigPatches) && ef.Annotations[PolicyHashAnnotation] == "" {
+	if len(stripped) == len(ef.Spec.ConfigPatches) && ef.Annotations[constants.ACLPolicyHashAnnotation] == "" {
 		return nil
 	}
 	log.Info("Removing the policy from Gardener's EnvoyFilter", "namespace", ingressNamespace, "name", ef.Name)
 	ef.Spec.ConfigPatches = stripped
-	delete(ef.Annotations, PolicyHashAnnotation)
+	delete(ef.Annotations, constants.ACLPolicyHashAnnotation)
 	return a.client.Update(ctx, ef)
 }
 
@@ -543,53 +495,13 @@ func newStatus(p *validation.Policy, s envoy.ShootPolicy, always []netip.Prefix,
 	return st
 }
 
-// PolicyFromStatus is what an Extension's status says is enforced; the webhook uses it too.
-func policyFromStatus(namespace string, st *v1alpha1.ExtensionStatus) envoy.ShootPolicy {
-	s := envoy.ShootPolicy{Namespace: namespace, Action: st.Action, Type: st.Type}
-	for _, c := range st.AllowedCIDRs {
-		if p, err := netip.ParsePrefix(c); err == nil {
-			s.Allowed = append(s.Allowed, p)
-		}
-	}
-	for _, c := range st.DeniedCIDRs {
-		if p, err := netip.ParsePrefix(c); err == nil {
-			s.Denied = append(s.Denied, p)
-		}
-	}
-	return s
-}
-
-// PolicyFromStatus returns the enforced policy and hosts of an acl Extension, or ok=false when
-// its status reports none (not yet reconciled, invalid, or not an acl Extension).
-func PolicyFromStatus(ex *extensionsv1alpha1.Extension) (envoy.ShootPolicy, []string, bool) {
-	if ex.Spec.Type != Type {
-		return envoy.ShootPolicy{}, nil, false
-	}
-	st, err := decodeStatus(ex)
-	if err != nil || st == nil || st.Action == "" {
-		return envoy.ShootPolicy{}, nil, false
-	}
-	return policyFromStatus(ex.Namespace, st), st.Hosts, true
-}
-
-func decodeStatus(ex *extensionsv1alpha1.Extension) (*v1alpha1.ExtensionStatus, error) {
-	if ex.Status.ProviderStatus == nil || len(ex.Status.ProviderStatus.Raw) == 0 {
-		return nil, nil
-	}
-	st := &v1alpha1.ExtensionStatus{}
-	if err := json.Unmarshal(ex.Status.ProviderStatus.Raw, st); err != nil {
-		return nil, err
-	}
-	return st, nil
-}
-
 func (a *actuator) updateStatus(ctx context.Context, ex *extensionsv1alpha1.Extension, st *v1alpha1.ExtensionStatus) error {
-	raw, err := json.Marshal(st)
+	raw, err := providerstatus.Encode(st)
 	if err != nil {
 		return err
 	}
 	patch := client.MergeFrom(ex.DeepCopy())
-	ex.Status.ProviderStatus = &runtime.RawExtension{Raw: raw}
+	ex.Status.ProviderStatus = raw
 	if err := a.client.Status().Patch(ctx, ex, patch); err != nil {
 		return fmt.Errorf("reporting the allow-list: %w", err)
 	}

@@ -18,8 +18,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
+	"github.com/metal-firewall/gardener-extension-firewall/pkg/acl/envoy"
+	"github.com/metal-firewall/gardener-extension-firewall/pkg/acl/providerstatus"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/apis/acl/validation"
-	"github.com/metal-firewall/gardener-extension-firewall/pkg/controller/acl/envoy"
+	"github.com/metal-firewall/gardener-extension-firewall/pkg/constants"
 )
 
 func newTestActuator(t *testing.T, cfg Config, objs ...client.Object) *actuator {
@@ -113,7 +115,7 @@ func TestIngresses(t *testing.T) {
 
 	// No Service matches: the default ingress namespace.
 	got, err = a.ingresses(context.Background(), "shoot--p--b", "ingress.seed.example.com")
-	if err != nil || len(got) != 1 || got[0].namespace != DefaultIngressNamespace {
+	if err != nil || len(got) != 1 || got[0].namespace != constants.DefaultIngressNamespace {
 		t.Fatalf("got %+v, %v", got, err)
 	}
 }
@@ -133,17 +135,17 @@ func TestStatusRoundTrip(t *testing.T) {
 	always := []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8")}
 	shoot := envoy.NewShootPolicy("shoot--p--a", p, always)
 	st := newStatus(p, shoot, always, []ingress{{namespace: "istio-ingress", selector: map[string]string{"a": "b"}, hosts: []string{"h"}}})
-	ex := &extensionsv1alpha1.Extension{ObjectMeta: metav1.ObjectMeta{Name: "acl", Namespace: "shoot--p--a"}, Spec: extensionsv1alpha1.ExtensionSpec{DefaultSpec: extensionsv1alpha1.DefaultSpec{Type: Type}}}
+	ex := &extensionsv1alpha1.Extension{ObjectMeta: metav1.ObjectMeta{Name: "acl", Namespace: "shoot--p--a"}, Spec: extensionsv1alpha1.ExtensionSpec{DefaultSpec: extensionsv1alpha1.DefaultSpec{Type: constants.ACLExtensionType}}}
 	a := newTestActuator(t, Config{}, ex)
 	if err := a.updateStatus(context.Background(), ex, st); err != nil {
 		t.Fatal(err)
 	}
-	got, hosts, ok := PolicyFromStatus(ex)
+	got, hosts, ok := providerstatus.Policy(ex)
 	if !ok || !slices.Equal(hosts, []string{"h"}) || got.Type != "direct_remote_ip" || !slices.Equal(envoy.Strings(got.Allowed), envoy.Strings(shoot.Allowed)) {
 		t.Fatalf("got %+v %v %v", got, hosts, ok)
 	}
 	ex.Spec.Type = "other"
-	if _, _, ok := PolicyFromStatus(ex); ok {
+	if _, _, ok := providerstatus.Policy(ex); ok {
 		t.Fatal("a non-acl Extension has no policy")
 	}
 }

@@ -16,6 +16,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	"github.com/metal-firewall/gardener-extension-firewall/pkg/constants"
 )
 
 // ControllerName is the name of the acl Extension controller.
@@ -56,10 +58,10 @@ func AddToManagerWithOptions(ctx context.Context, mgr manager.Manager, opts AddO
 		ControllerOptions: opts.Controller,
 		ExtensionClasses:  opts.ExtensionClasses,
 		Name:              ControllerName,
-		FinalizerSuffix:   Type,
+		FinalizerSuffix:   constants.ACLExtensionType,
 		Resync:            resync,
 		Predicates:        extension.DefaultPredicates(ctx, mgr, opts.IgnoreOperationAnnotation),
-		Type:              Type,
+		Type:              constants.ACLExtensionType,
 		WatchBuilder: extensionscontroller.NewWatchBuilder(func(c controller.Controller) error {
 			// When Gardener rewrites its per-shoot EnvoyFilter (and the webhook may have been
 			// down), reconcile the shoot at once so that its own EnvoyFilter comes back.
@@ -88,10 +90,10 @@ func AddToManagerWithOptions(ctx context.Context, mgr manager.Manager, opts AddO
 // gardenerEnvoyFilterToExtensions maps <shoot namespace>-istio-tls-termination to the shoot's acl Extensions.
 func gardenerEnvoyFilterToExtensions(c client.Reader) handler.MapFunc {
 	return func(ctx context.Context, obj client.Object) []reconcile.Request {
-		if !strings.HasSuffix(obj.GetName(), GardenerTLSTerminationSuffix) {
+		if !strings.HasSuffix(obj.GetName(), constants.GardenerTLSTerminationSuffix) {
 			return nil
 		}
-		return aclExtensionsIn(ctx, c, strings.TrimSuffix(obj.GetName(), GardenerTLSTerminationSuffix))
+		return aclExtensionsIn(ctx, c, strings.TrimSuffix(obj.GetName(), constants.GardenerTLSTerminationSuffix))
 	}
 }
 
@@ -102,7 +104,7 @@ func aclExtensionsIn(ctx context.Context, c client.Reader, namespace string) []r
 	}
 	var out []reconcile.Request
 	for _, ex := range list.Items {
-		if ex.Spec.Type == Type {
+		if ex.Spec.Type == constants.ACLExtensionType {
 			out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&ex)})
 		}
 	}

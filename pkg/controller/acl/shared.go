@@ -12,7 +12,9 @@ import (
 	"github.com/gardener/gardener/pkg/client/kubernetes"
 	"github.com/gardener/gardener/pkg/utils/managedresources"
 
-	"github.com/metal-firewall/gardener-extension-firewall/pkg/controller/acl/envoy"
+	"github.com/metal-firewall/gardener-extension-firewall/pkg/acl/envoy"
+	"github.com/metal-firewall/gardener-extension-firewall/pkg/acl/providerstatus"
+	"github.com/metal-firewall/gardener-extension-firewall/pkg/constants"
 )
 
 // sharedRebuilds coalesces the rebuilds of the shared filters. A rebuild lists every acl
@@ -89,23 +91,23 @@ func (a *actuator) rebuildShared(ctx context.Context, namespaces []string) error
 		var selector map[string]string
 		for i := range all.Items {
 			ex := &all.Items[i]
-			if ex.Spec.Type != Type || ex.DeletionTimestamp != nil {
+			if ex.Spec.Type != constants.ACLExtensionType || ex.DeletionTimestamp != nil {
 				continue
 			}
-			st, err := decodeStatus(ex)
+			st, err := providerstatus.Decode(ex)
 			if err != nil || st == nil || !slices.Contains(st.IngressNamespaces, ns) {
 				continue
 			}
-			shoots = append(shoots, policyFromStatus(ex.Namespace, st))
+			shoots = append(shoots, providerstatus.ShootPolicy(ex.Namespace, st))
 			if selector == nil && st.Selectors != nil {
 				selector = st.Selectors[ns]
 			}
 		}
 		if len(shoots) == 0 {
-			if err := managedresources.DeleteForSeed(ctx, a.client, ns, SharedManagedResourceName); err != nil {
+			if err := managedresources.DeleteForSeed(ctx, a.client, ns, constants.ACLSharedManagedResourceName); err != nil {
 				return err
 			}
-			if err := a.deleteManagedResourceSecrets(ctx, ns, SharedManagedResourceName); err != nil {
+			if err := a.deleteManagedResourceSecrets(ctx, ns, constants.ACLSharedManagedResourceName); err != nil {
 				return err
 			}
 			continue
@@ -128,7 +130,7 @@ func (a *actuator) rebuildShared(ctx context.Context, namespaces []string) error
 		if err != nil {
 			return err
 		}
-		if err := managedresources.CreateForSeed(ctx, a.client, ns, SharedManagedResourceName, false, data); err != nil {
+		if err := managedresources.CreateForSeed(ctx, a.client, ns, constants.ACLSharedManagedResourceName, false, data); err != nil {
 			return fmt.Errorf("deploying the shared EnvoyFilter in %s: %w", ns, err)
 		}
 	}

@@ -10,6 +10,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/metal-firewall/gardener-extension-firewall/pkg/constants"
 )
 
 // gatedReader blocks its first List until released and counts the Lists; fail makes them fail.
@@ -34,14 +36,14 @@ func (g *gatedReader) List(ctx context.Context, list client.ObjectList, opts ...
 
 func aclExtension(namespace, ingressNamespace string) *extensionsv1alpha1.Extension {
 	ex := &extensionsv1alpha1.Extension{ObjectMeta: metav1.ObjectMeta{Name: "acl", Namespace: namespace}}
-	ex.Spec.Type = Type
+	ex.Spec.Type = constants.ACLExtensionType
 	ex.Status.ProviderStatus = &runtime.RawExtension{Raw: []byte(`{"action":"ALLOW","type":"remote_ip","allowedCIDRs":["1.2.3.0/24"],"ingressNamespaces":["` + ingressNamespace + `"]}`)}
 	return ex
 }
 
 func sharedExists(t *testing.T, a *actuator, namespace string) bool {
 	t.Helper()
-	err := a.client.Get(context.Background(), client.ObjectKey{Namespace: namespace, Name: SharedManagedResourceName}, &resourcesv1alpha1.ManagedResource{})
+	err := a.client.Get(context.Background(), client.ObjectKey{Namespace: namespace, Name: constants.ACLSharedManagedResourceName}, &resourcesv1alpha1.ManagedResource{})
 	return err == nil
 }
 

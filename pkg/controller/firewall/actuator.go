@@ -12,33 +12,18 @@ import (
 	"github.com/gardener/gardener/extensions/pkg/controller/extension"
 	extensionsv1alpha1 "github.com/gardener/gardener/pkg/apis/extensions/v1alpha1"
 	reconcilerutils "github.com/gardener/gardener/pkg/controllerutils/reconciler"
-	gardenerutils "github.com/gardener/gardener/pkg/utils/gardener"
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
+	agentconfigv1alpha1 "github.com/metal-firewall/gardener-extension-firewall/pkg/apis/agentconfig/v1alpha1"
 	firewallv1alpha1 "github.com/metal-firewall/gardener-extension-firewall/pkg/apis/firewall/v1alpha1"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/apis/firewall/validation"
-	"github.com/metal-firewall/gardener-extension-firewall/pkg/controller/firewall/credentials"
+	"github.com/metal-firewall/gardener-extension-firewall/pkg/constants"
+	"github.com/metal-firewall/gardener-extension-firewall/pkg/credentials"
 )
-
-const (
-	// Type is the extension type this controller serves.
-	Type = "firewall"
-	// DeploymentName is the name of the shoot's FirewallDeployment.
-	DeploymentName = "firewall"
-	// ShootAccessName is the shoot access secret (without its prefix) that
-	// Gardener's TokenRequestor keeps filled with the agent's shoot token,
-	// and the agent's ServiceAccount in the shoot.
-	ShootAccessName = credentials.AgentServiceAccountName
-	// LabelDeployment selects the shoot's sets and Firewalls.
-	LabelDeployment = firewallv1alpha1.GroupName + "/deployment"
-)
-
-// ShootAccessSecretName is the full name of the shoot access secret.
-var ShootAccessSecretName = gardenerutils.SecretNamePrefixShootAccess + ShootAccessName
 
 type actuator struct {
 	client client.Client
@@ -73,9 +58,9 @@ func (a *actuator) Reconcile(ctx context.Context, log logr.Logger, ex *extension
 		return err
 	}
 
-	d := &firewallv1alpha1.FirewallDeployment{ObjectMeta: metav1.ObjectMeta{Name: DeploymentName, Namespace: ex.Namespace}}
+	d := &firewallv1alpha1.FirewallDeployment{ObjectMeta: metav1.ObjectMeta{Name: constants.FirewallDeploymentName, Namespace: ex.Namespace}}
 	result, err := controllerutil.CreateOrUpdate(ctx, a.client, d, func() error {
-		selector := map[string]string{LabelDeployment: DeploymentName}
+		selector := map[string]string{constants.LabelFirewallDeployment: constants.FirewallDeploymentName}
 		d.Spec.Strategy = cfg.Strategy
 		if d.Spec.Strategy == "" {
 			d.Spec.Strategy = firewallv1alpha1.StrategyRollingUpdate
@@ -90,7 +75,7 @@ func (a *actuator) Reconcile(ctx context.Context, log logr.Logger, ex *extension
 				AgentVersion:        cfg.AgentVersion,
 				AgentURL:            cfg.AgentURL,
 				UserdataContents: []firewallv1alpha1.UserdataContent{
-					{Path: AgentConfigPath, Content: string(agentConfig)},
+					{Path: agentconfigv1alpha1.ConfigPath, Content: string(agentConfig)},
 				},
 			},
 		}
@@ -115,7 +100,7 @@ func (a *actuator) Reconcile(ctx context.Context, log logr.Logger, ex *extension
 // Delete removes the firewalls (their machines first, through the manager's
 // finalizers) and then every credential of the shoot in this seed.
 func (a *actuator) Delete(ctx context.Context, log logr.Logger, ex *extensionsv1alpha1.Extension) error {
-	d := &firewallv1alpha1.FirewallDeployment{ObjectMeta: metav1.ObjectMeta{Name: DeploymentName, Namespace: ex.Namespace}}
+	d := &firewallv1alpha1.FirewallDeployment{ObjectMeta: metav1.ObjectMeta{Name: constants.FirewallDeploymentName, Namespace: ex.Namespace}}
 	if err := a.client.Delete(ctx, d); client.IgnoreNotFound(err) != nil {
 		return err
 	}
@@ -155,6 +140,6 @@ func (a *actuator) deleteCredentials(ctx context.Context, namespace string) erro
 	if err := credentials.DeleteAgentRBAC(ctx, a.client, namespace, ""); err != nil {
 		return err
 	}
-	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: ShootAccessSecretName, Namespace: namespace}}
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: constants.ShootAccessSecretName, Namespace: namespace}}
 	return client.IgnoreNotFound(a.client.Delete(ctx, secret))
 }

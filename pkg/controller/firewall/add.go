@@ -8,6 +8,8 @@ import (
 	extensionsv1alpha1 "github.com/gardener/gardener/pkg/apis/extensions/v1alpha1"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
+
+	"github.com/metal-firewall/gardener-extension-firewall/pkg/constants"
 )
 
 // ControllerName is the name of the firewall Extension controller.
@@ -38,9 +40,9 @@ func AddToManagerWithOptions(ctx context.Context, mgr manager.Manager, opts AddO
 		ControllerOptions: opts.Controller,
 		ExtensionClasses:  opts.ExtensionClasses,
 		Name:              ControllerName,
-		FinalizerSuffix:   Type,
+		FinalizerSuffix:   constants.FirewallExtensionType,
 		Resync:            resync,
 		Predicates:        extension.DefaultPredicates(ctx, mgr, opts.IgnoreOperationAnnotation),
-		Type:              Type,
+		Type:              constants.FirewallExtensionType,
 	})
 }

@@ -3,16 +3,8 @@ package firewall
 import (
 	"sigs.k8s.io/yaml"
 
-	firewallv1alpha1 "github.com/metal-firewall/gardener-extension-firewall/pkg/apis/firewall/v1alpha1"
-)
-
-// Paths of the agent's files on the firewall machine.
-const (
-	AgentConfigPath         = "/etc/firewall-agent/config.yaml"
-	AgentSeedKubeconfigPath = "/etc/firewall-agent/seed.kubeconfig"
-	// AgentShootKubeconfigPath keeps the shoot kubeconfig the agent reads
-	// through the seed, so that it reaches the shoot when the seed is gone.
-	AgentShootKubeconfigPath = "/etc/firewall-agent/shoot.kubeconfig"
+	agentconfigv1alpha1 "github.com/metal-firewall/gardener-extension-firewall/pkg/apis/agentconfig/v1alpha1"
+	"github.com/metal-firewall/gardener-extension-firewall/pkg/constants"
 )
 
 // agentConfig is the agent's config (metal-stack MEP-16 shape) for a shoot's
@@ -24,24 +16,24 @@ const (
 // bootstrap kubeconfig is a file of its own, minted per firewall by the
 // manager.
 func agentConfig(namespace string) ([]byte, error) {
-	return yaml.Marshal(map[string]any{
-		"sources": map[string]any{
-			"seed": map[string]any{
-				"bootstrapKubeconfig": "/etc/firewall-agent/bootstrap.kubeconfig",
-				"kubeconfig":          AgentSeedKubeconfigPath,
-				"namespace":           namespace,
+	return yaml.Marshal(&agentconfigv1alpha1.Config{
+		Sources: agentconfigv1alpha1.Sources{
+			Seed: &agentconfigv1alpha1.SeedSource{
+				BootstrapKubeconfig: agentconfigv1alpha1.BootstrapKubeconfigPath,
+				Kubeconfig:          agentconfigv1alpha1.SeedKubeconfigPath,
+				Namespace:           namespace,
 			},
-			"shoot": map[string]any{
-				"kubeconfig":   AgentShootKubeconfigPath,
-				"accessSecret": ShootAccessSecretName,
-				"namespace":    firewallv1alpha1.ClusterwideNetworkPolicyNamespace,
+			Shoot: &agentconfigv1alpha1.ShootSource{
+				Kubeconfig:   agentconfigv1alpha1.ShootKubeconfigPath,
+				AccessSecret: constants.ShootAccessSecretName,
+				Namespace:    constants.ShootNamespace,
 			},
 		},
-		"controllers": map[string]any{
-			"firewall": map[string]any{"source": "seed"},
-			"cwnp":     map[string]any{"source": "shoot"},
-			"service":  map[string]any{"source": "shoot"},
-			"monitor":  map[string]any{"source": "shoot"},
+		Controllers: agentconfigv1alpha1.Controllers{
+			Firewall: &agentconfigv1alpha1.Controller{Source: agentconfigv1alpha1.SourceSeed},
+			CWNP:     &agentconfigv1alpha1.Controller{Source: agentconfigv1alpha1.SourceShoot},
+			Service:  &agentconfigv1alpha1.Controller{Source: agentconfigv1alpha1.SourceShoot},
+			Monitor:  &agentconfigv1alpha1.Controller{Source: agentconfigv1alpha1.SourceShoot},
 		},
 	})
 }

@@ -1,28 +1,33 @@
 package firewall
 
 import (
-	"testing"
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
 
+	agentconfigv1alpha1 "github.com/metal-firewall/gardener-extension-firewall/pkg/apis/agentconfig/v1alpha1"
+	"github.com/metal-firewall/gardener-extension-firewall/pkg/constants"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/firewall/config"
 )
 
-// The extension writes the agent's config; the agent must accept it, or a
-// new firewall would boot into an agent that refuses to start.
-func TestAgentConfigIsAcceptedByTheAgent(t *testing.T) {
-	raw, err := agentConfig("shoot--p--s")
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := config.Parse(raw)
-	if err != nil {
-		t.Fatalf("the agent refuses the extension's config: %v\n%s", err, raw)
-	}
-	if cfg.Sources.Seed == nil || cfg.Sources.Seed.Namespace != "shoot--p--s" || cfg.Controllers.Firewall == nil || cfg.Controllers.Firewall.Source != config.SourceSeed {
-		t.Fatalf("the firewall spec must come from the seed: %s", raw)
-	}
-	for name, c := range map[string]*config.Controller{"cwnp": cfg.Controllers.CWNP, "service": cfg.Controllers.Service, "monitor": cfg.Controllers.Monitor} {
-		if c == nil || c.Source != config.SourceShoot {
-			t.Fatalf("the %s controller must read the shoot: %s", name, raw)
+var _ = Describe("agentConfig", func() {
+	// The extension writes the agent's config; the agent must accept it, or a
+	// new firewall would boot into an agent that refuses to start.
+	It("is accepted by the agent's own loader", func() {
+		raw, err := agentConfig("shoot--p--s")
+		Expect(err).NotTo(HaveOccurred())
+		cfg, err := config.Parse(raw)
+		Expect(err).NotTo(HaveOccurred(), "the agent refuses the extension's config:\n%s", raw)
+
+		By("the firewall spec comes from the seed")
+		Expect(cfg.Sources.Seed).NotTo(BeNil())
+		Expect(cfg.Sources.Seed.Namespace).To(Equal("shoot--p--s"))
+		Expect(cfg.Sources.Seed.BootstrapKubeconfig).To(Equal(agentconfigv1alpha1.BootstrapKubeconfigPath))
+		Expect(cfg.Controllers.Firewall).To(Equal(&agentconfigv1alpha1.Controller{Source: agentconfigv1alpha1.SourceSeed}))
+
+		By("the policies, Services and the monitor come from the shoot, reached through the seed's access secret")
+		Expect(cfg.Sources.Shoot.AccessSecret).To(Equal(constants.ShootAccessSecretName))
+		for name, c := range map[string]*agentconfigv1alpha1.Controller{"cwnp": cfg.Controllers.CWNP, "service": cfg.Controllers.Service, "monitor": cfg.Controllers.Monitor} {
+			Expect(c).To(Equal(&agentconfigv1alpha1.Controller{Source: agentconfigv1alpha1.SourceShoot}), name)
 		}
-	}
-}
+	})
+})

@@ -11,6 +11,8 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdv1 "k8s.io/client-go/tools/clientcmd/api/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/metal-firewall/gardener-extension-firewall/pkg/constants"
 )
 
 // reconcileShootAccess writes the shoot access Secret from which the agent
@@ -34,10 +36,10 @@ func (a *actuator) reconcileShootAccess(ctx context.Context, namespace string) e
 	kubeconfig := &clientcmdv1.Config{
 		CurrentContext: namespace,
 		Clusters:       []clientcmdv1.NamedCluster{{Name: namespace, Cluster: clientcmdv1.Cluster{Server: cluster.Server, CertificateAuthorityData: cluster.CertificateAuthorityData}}},
-		AuthInfos:      []clientcmdv1.NamedAuthInfo{{Name: ShootAccessName}},
-		Contexts:       []clientcmdv1.NamedContext{{Name: namespace, Context: clientcmdv1.Context{Cluster: namespace, AuthInfo: ShootAccessName}}},
+		AuthInfos:      []clientcmdv1.NamedAuthInfo{{Name: constants.ShootAccessName}},
+		Contexts:       []clientcmdv1.NamedContext{{Name: namespace, Context: clientcmdv1.Context{Cluster: namespace, AuthInfo: constants.ShootAccessName}}},
 	}
-	if err := gardenerutils.NewShootAccessSecret(ShootAccessName, namespace).WithKubeconfig(kubeconfig).Reconcile(ctx, a.client); err != nil {
+	if err := gardenerutils.NewShootAccessSecret(constants.ShootAccessName, namespace).WithKubeconfig(kubeconfig).Reconcile(ctx, a.client); err != nil {
 		return fmt.Errorf("shoot access secret: %w", err)
 	}
 	return nil

@@ -16,24 +16,8 @@ import (
 
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/apis/firewall/crds"
 	firewallv1alpha1 "github.com/metal-firewall/gardener-extension-firewall/pkg/apis/firewall/v1alpha1"
-	"github.com/metal-firewall/gardener-extension-firewall/pkg/controller/firewall/credentials"
+	"github.com/metal-firewall/gardener-extension-firewall/pkg/constants"
 )
-
-// ShootManagedResourceName is the ManagedResource (class shoot) through which
-// gardener-resource-manager keeps in the shoot what the agent reads and writes
-// there: the policy and monitor CRDs, the `firewall` namespace and the agent's
-// RBAC.
-const ShootManagedResourceName = "extension-firewall-shoot"
-
-// Origin marks the ManagedResources this extension creates.
-const Origin = "gardener-extension-firewall"
-
-// AgentShootRoleName is the agent's Role in the shoot's `firewall` namespace.
-const AgentShootRoleName = "firewall-agent"
-
-// AgentShootClusterRoleName is the agent's ClusterRole in the shoot: reading
-// Services.
-const AgentShootClusterRoleName = "firewall.metal-firewall.io:agent"
 
 // ShootObjects are the objects of the shoot ManagedResource. The CRDs and
 // the namespace are kept when the ManagedResource goes, so that the shoot
@@ -53,12 +37,12 @@ func ShootObjects() ([]client.Object, error) {
 		crd.Annotations = keep
 		objects = append(objects, crd)
 	}
-	ns := credentials.ShootNamespace
-	agent := rbacv1.Subject{Kind: rbacv1.ServiceAccountKind, Name: credentials.AgentServiceAccountName, Namespace: metav1.NamespaceSystem}
+	ns := constants.ShootNamespace
+	agent := rbacv1.Subject{Kind: rbacv1.ServiceAccountKind, Name: constants.AgentServiceAccountName, Namespace: metav1.NamespaceSystem}
 	objects = append(objects,
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns, Annotations: keep}},
 		&rbacv1.Role{
-			ObjectMeta: metav1.ObjectMeta{Name: AgentShootRoleName, Namespace: ns},
+			ObjectMeta: metav1.ObjectMeta{Name: constants.AgentShootRoleName, Namespace: ns},
 			Rules: []rbacv1.PolicyRule{
 				{APIGroups: []string{firewallv1alpha1.GroupName}, Resources: []string{"clusterwidenetworkpolicies"}, Verbs: []string{"get", "list", "watch"}},
 				// The agent reports per policy whether it enforces it.
@@ -70,18 +54,18 @@ func ShootObjects() ([]client.Object, error) {
 			},
 		},
 		&rbacv1.RoleBinding{
-			ObjectMeta: metav1.ObjectMeta{Name: AgentShootRoleName, Namespace: ns},
-			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: AgentShootRoleName},
+			ObjectMeta: metav1.ObjectMeta{Name: constants.AgentShootRoleName, Namespace: ns},
+			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: constants.AgentShootRoleName},
 			Subjects:   []rbacv1.Subject{agent},
 		},
 		// LoadBalancer Services live in any namespace; the agent only reads them.
 		&rbacv1.ClusterRole{
-			ObjectMeta: metav1.ObjectMeta{Name: AgentShootClusterRoleName},
+			ObjectMeta: metav1.ObjectMeta{Name: constants.AgentShootClusterRoleName},
 			Rules:      []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"services"}, Verbs: []string{"list", "watch"}}},
 		},
 		&rbacv1.ClusterRoleBinding{
-			ObjectMeta: metav1.ObjectMeta{Name: AgentShootClusterRoleName},
-			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: AgentShootClusterRoleName},
+			ObjectMeta: metav1.ObjectMeta{Name: constants.AgentShootClusterRoleName},
+			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: constants.AgentShootClusterRoleName},
 			Subjects:   []rbacv1.Subject{agent},
 		},
 	)
@@ -104,7 +88,7 @@ func (a *actuator) reconcileShootResources(ctx context.Context, namespace string
 	if err != nil {
 		return err
 	}
-	if err := managedresources.CreateForShoot(ctx, a.client, namespace, ShootManagedResourceName, Origin, false, data); err != nil {
+	if err := managedresources.CreateForShoot(ctx, a.client, namespace, constants.ShootManagedResourceName, constants.ManagedResourceOrigin, false, data); err != nil {
 		return fmt.Errorf("shoot ManagedResource: %w", err)
 	}
 	return nil
@@ -114,7 +98,7 @@ func (a *actuator) reconcileShootResources(ctx context.Context, namespace string
 // and leaves its objects in the shoot: the agent keeps enforcing the
 // policies while the shoot's control plane moves.
 func (a *actuator) releaseShootResources(ctx context.Context, namespace string) error {
-	if err := managedresources.SetKeepObjects(ctx, a.client, namespace, ShootManagedResourceName, true); client.IgnoreNotFound(err) != nil {
+	if err := managedresources.SetKeepObjects(ctx, a.client, namespace, constants.ShootManagedResourceName, true); client.IgnoreNotFound(err) != nil {
 		return fmt.Errorf("keeping the shoot's objects: %w", err)
 	}
 	return a.deleteShootResources(ctx, namespace)
@@ -123,7 +107,7 @@ func (a *actuator) releaseShootResources(ctx context.Context, namespace string) 
 // deleteShootResources deletes the shoot ManagedResource; gardener-resource-
 // manager removes its objects from the shoot unless they are to be kept.
 func (a *actuator) deleteShootResources(ctx context.Context, namespace string) error {
-	if err := managedresources.Delete(ctx, a.client, namespace, ShootManagedResourceName, true); err != nil {
+	if err := managedresources.Delete(ctx, a.client, namespace, constants.ShootManagedResourceName, true); err != nil {
 		return fmt.Errorf("deleting the shoot ManagedResource: %w", err)
 	}
 	return nil

@@ -8,8 +8,8 @@ import (
 
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
-	"github.com/metal-firewall/gardener-extension-firewall/pkg/controller/manager/firewall"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/controller/manager/firewalldeployment"
+	"github.com/metal-firewall/gardener-extension-firewall/pkg/controller/manager/firewallmachine"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/controller/manager/firewallset"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/controller/manager/machine"
 )
@@ -28,7 +28,7 @@ type Options struct {
 	// Firewall to count as connected. Default 3m.
 	HeartbeatTimeout time.Duration
 	// Bootstrap, when set, gives each Firewall's agent its seed identity.
-	Bootstrap *firewall.Bootstrap
+	Bootstrap *firewallmachine.Bootstrap
 }
 
 // Defaults for Options.
@@ -55,5 +55,5 @@ func AddToManager(mgr manager.Manager, opts Options) error {
 	if err := (&firewallset.Reconciler{HealthTimeout: opts.HealthTimeout}).AddToManager(mgr); err != nil {
 		return err
 	}
-	return (&firewall.Reconciler{Provider: opts.Provider, HealthTimeout: opts.HealthTimeout, HeartbeatTimeout: opts.HeartbeatTimeout, Bootstrap: opts.Bootstrap}).AddToManager(mgr)
+	return (&firewallmachine.Reconciler{Provider: opts.Provider, HealthTimeout: opts.HealthTimeout, HeartbeatTimeout: opts.HeartbeatTimeout, Bootstrap: opts.Bootstrap}).AddToManager(mgr)
 }

@@ -13,14 +13,15 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	agentconfigv1alpha1 "github.com/metal-firewall/gardener-extension-firewall/pkg/apis/agentconfig/v1alpha1"
 	fwv1alpha1 "github.com/metal-firewall/gardener-extension-firewall/pkg/apis/firewall/v1alpha1"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/firewall/bootstrap"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/firewall/config"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/firewall/metrics"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/firewall/nftables"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/firewall/ruleset"
-	"github.com/metal-firewall/gardener-extension-firewall/pkg/firewall/seed"
-	"github.com/metal-firewall/gardener-extension-firewall/pkg/firewall/shoot"
+	"github.com/metal-firewall/gardener-extension-firewall/pkg/firewall/seedsource"
+	"github.com/metal-firewall/gardener-extension-firewall/pkg/firewall/shootsource"
 )
 
 // Applier programs a ruleset; *nftables.Programmer is the real one.
@@ -57,7 +58,7 @@ type Agent struct {
 	// policies (closed) beats enforcing nothing (open) until the shoot answers.
 	firstBoot bool
 	// shoot is the shoot source, when configured.
-	shoot *shoot.Source
+	shoot *shootsource.Source
 	// monitor holds the conditions the FirewallMonitor reports.
 	monitor monitorState
 	// lastShootRun is when what was read from the shoot was last in force.
@@ -77,7 +78,7 @@ func (a *Agent) ApplyOnce() (nftables.Result, error) {
 	return a.apply(cfg)
 }
 
-func (a *Agent) apply(cfg *config.Config) (res nftables.Result, err error) {
+func (a *Agent) apply(cfg *agentconfigv1alpha1.Config) (res nftables.Result, err error) {
 	start := time.Now()
 	var rs *ruleset.Ruleset
 	defer func() { a.Metrics.ObserveApply(rs, res, err, time.Since(start)) }()
@@ -196,7 +197,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	}
 }
 
-func (a *Agent) applyLogged(cfg *config.Config, reason string) error {
+func (a *Agent) applyLogged(cfg *agentconfigv1alpha1.Config, reason string) error {
 	res, err := a.apply(cfg)
 	if err != nil {
 		a.Log.Error("apply failed; the previous ruleset stays in force", "reason", reason, "error", err)
@@ -210,9 +211,9 @@ func (a *Agent) applyLogged(cfg *config.Config, reason string) error {
 
 // observeStatic records a read of the config file, the static source, if a
 // controller of cfg uses it.
-func (a *Agent) observeStatic(cfg *config.Config, err error) {
-	for _, c := range []*config.Controller{cfg.Controllers.Firewall, cfg.Controllers.CWNP} {
-		if c != nil && c.Source == config.SourceStatic {
+func (a *Agent) observeStatic(cfg *agentconfigv1alpha1.Config, err error) {
+	for _, c := range []*agentconfigv1alpha1.Controller{cfg.Controllers.Firewall, cfg.Controllers.CWNP} {
+		if c != nil && c.Source == agentconfigv1alpha1.SourceStatic {
 			a.Metrics.ObserveSource(metrics.SourceStatic, err)
 			return
 		}
@@ -221,8 +222,8 @@ func (a *Agent) observeStatic(cfg *config.Config, err error) {
 
 // sources returns the seed source when a controller reads from the seed, and
 // sets up the shoot source when the shoot is configured.
-func (a *Agent) sources(cfg *config.Config) (*seed.Source, error) {
-	usesSeed := cfg.Controllers.Firewall != nil && cfg.Controllers.Firewall.Source == config.SourceSeed && cfg.Sources.Seed != nil
+func (a *Agent) sources(cfg *agentconfigv1alpha1.Config) (*seedsource.Source, error) {
+	usesSeed := cfg.Controllers.Firewall != nil && cfg.Controllers.Firewall.Source == agentconfigv1alpha1.SourceSeed && cfg.Sources.Seed != nil
 	if !usesSeed && !usesShoot(cfg) {
 		return nil, nil
 	}
@@ -234,18 +235,18 @@ func (a *Agent) sources(cfg *config.Config) (*seed.Source, error) {
 		}
 	}
 	if s := cfg.Sources.Shoot; s != nil && s.Kubeconfig != "" {
-		a.shoot = &shoot.Source{Config: *s, Name: name, Log: a.Log.With("source", "shoot")}
+		a.shoot = &shootsource.Source{Config: *s, Name: name, Log: a.Log.With("source", "shoot")}
 	}
 	if !usesSeed {
 		return nil, nil
 	}
-	return &seed.Source{Config: *cfg.Sources.Seed, Name: name, Version: a.Version, Log: a.Log.With("source", "seed")}, nil
+	return &seedsource.Source{Config: *cfg.Sources.Seed, Name: name, Version: a.Version, Log: a.Log.With("source", "seed")}, nil
 }
 
 // usesShoot tells whether a controller reads from the shoot.
-func usesShoot(cfg *config.Config) bool {
-	for _, c := range []*config.Controller{cfg.Controllers.CWNP, cfg.Controllers.Service, cfg.Controllers.Monitor} {
-		if c != nil && c.Source == config.SourceShoot {
+func usesShoot(cfg *agentconfigv1alpha1.Config) bool {
+	for _, c := range []*agentconfigv1alpha1.Controller{cfg.Controllers.CWNP, cfg.Controllers.Service, cfg.Controllers.Monitor} {
+		if c != nil && c.Source == agentconfigv1alpha1.SourceShoot {
 			return true
 		}
 	}
@@ -253,19 +254,19 @@ func usesShoot(cfg *config.Config) bool {
 }
 
 // policiesFromShoot tells whether the cwnp controller reads the shoot.
-func policiesFromShoot(cfg *config.Config) bool {
-	return cfg.Controllers.CWNP != nil && cfg.Controllers.CWNP.Source == config.SourceShoot
+func policiesFromShoot(cfg *agentconfigv1alpha1.Config) bool {
+	return cfg.Controllers.CWNP != nil && cfg.Controllers.CWNP.Source == agentconfigv1alpha1.SourceShoot
 }
 
 // servicesFromShoot tells whether the service controller reads the shoot.
-func servicesFromShoot(cfg *config.Config) bool {
-	return cfg.Controllers.Service != nil && cfg.Controllers.Service.Source == config.SourceShoot
+func servicesFromShoot(cfg *agentconfigv1alpha1.Config) bool {
+	return cfg.Controllers.Service != nil && cfg.Controllers.Service.Source == agentconfigv1alpha1.SourceShoot
 }
 
 // ready tells whether every API source the config uses has been read once;
 // before that, applying would enforce less than the firewall should.
-func (a *Agent) ready(cfg *config.Config) bool {
-	if c := cfg.Controllers.Firewall; c != nil && c.Source == config.SourceSeed && a.in.Seed == nil {
+func (a *Agent) ready(cfg *agentconfigv1alpha1.Config) bool {
+	if c := cfg.Controllers.Firewall; c != nil && c.Source == agentconfigv1alpha1.SourceSeed && a.in.Seed == nil {
 		return false
 	}
 	if a.firstBoot {
@@ -284,7 +285,7 @@ type tableChecker interface {
 // shoot, re-applies when either changed, and reports back: the heartbeat to
 // the seed, each policy's state and the FirewallMonitor to the shoot. Losing
 // a source keeps the ruleset in force; a failed apply is retried next time.
-func (a *Agent) syncSources(ctx context.Context, src *seed.Source, cfg *config.Config) {
+func (a *Agent) syncSources(ctx context.Context, src *seedsource.Source, cfg *agentconfigv1alpha1.Config) {
 	previous, previousPolicies, previousServices := a.in, a.policiesRead, a.servicesRead
 	changed := false
 
@@ -372,7 +373,7 @@ func (a *Agent) syncSources(ctx context.Context, src *seed.Source, cfg *config.C
 			}
 		}
 	}
-	if c := cfg.Controllers.Monitor; c != nil && c.Source == config.SourceShoot && a.shoot != nil {
+	if c := cfg.Controllers.Monitor; c != nil && c.Source == agentconfigv1alpha1.SourceShoot && a.shoot != nil {
 		a.writeMonitor(ctx, cfg, src != nil, fw, shootErr, message)
 	}
 }
@@ -380,7 +381,7 @@ func (a *Agent) syncSources(ctx context.Context, src *seed.Source, cfg *config.C
 // refreshShootKubeconfig keeps the shoot kubeconfig on disk as fresh as the
 // TokenRequestor keeps it in the seed: when the seed goes away (migration),
 // the shoot must still be reachable with a valid token.
-func (a *Agent) refreshShootKubeconfig(ctx context.Context, src *seed.Source, cfg *config.Config) {
+func (a *Agent) refreshShootKubeconfig(ctx context.Context, src *seedsource.Source, cfg *agentconfigv1alpha1.Config) {
 	if a.shoot == nil || cfg.Sources.Shoot.AccessSecret == "" {
 		return
 	}
@@ -389,7 +390,7 @@ func (a *Agent) refreshShootKubeconfig(ctx context.Context, src *seed.Source, cf
 		a.Log.Error("reading the shoot access secret from the seed", "secret", cfg.Sources.Shoot.AccessSecret, "error", err)
 		return
 	}
-	if err := a.shoot.Store(secret.Data[shoot.AccessSecretKubeconfigKey]); err != nil {
+	if err := a.shoot.Store(secret.Data[shootsource.AccessSecretKubeconfigKey]); err != nil {
 		a.Log.Error("storing the shoot kubeconfig", "error", err)
 	}
 }
@@ -398,7 +399,7 @@ func (a *Agent) refreshShootKubeconfig(ctx context.Context, src *seed.Source, cf
 // kubeconfig delivered through the shoot (after a control plane migration).
 // A new one replaces the file and the agent bootstraps with it; it reports
 // whether it did.
-func (a *Agent) takeDeliveredBootstrap(ctx context.Context, src *seed.Source) bool {
+func (a *Agent) takeDeliveredBootstrap(ctx context.Context, src *seedsource.Source) bool {
 	if a.shoot == nil {
 		return false
 	}

@@ -3,6 +3,7 @@ package agent
 import (
 	"fmt"
 
+	agentconfigv1alpha1 "github.com/metal-firewall/gardener-extension-firewall/pkg/apis/agentconfig/v1alpha1"
 	fwv1alpha1 "github.com/metal-firewall/gardener-extension-firewall/pkg/apis/firewall/v1alpha1"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/firewall/config"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/firewall/ruleset"
@@ -24,23 +25,23 @@ type Inputs struct {
 // apply. A controller that is off contributes nothing: without the firewall
 // controller there are no internal prefixes, so only established traffic
 // passes.
-func Desired(cfg *config.Config, in Inputs) (*ruleset.Ruleset, error) {
+func Desired(cfg *agentconfigv1alpha1.Config, in Inputs) (*ruleset.Ruleset, error) {
 	return desired(ruleset.Build, cfg, in)
 }
 
 // buildFunc is ruleset.Build or a ruleset.Builder's Build.
 type buildFunc func(*fwv1alpha1.FirewallTrafficSpec, []*fwv1alpha1.PolicySpec, []ruleset.ServiceAllow) (*ruleset.Ruleset, error)
 
-func desired(build buildFunc, cfg *config.Config, in Inputs) (*ruleset.Ruleset, error) {
+func desired(build buildFunc, cfg *agentconfigv1alpha1.Config, in Inputs) (*ruleset.Ruleset, error) {
 	var (
 		fw       *fwv1alpha1.FirewallTrafficSpec
 		policies []*fwv1alpha1.PolicySpec
 	)
 	if c := cfg.Controllers.Firewall; c != nil {
 		switch c.Source {
-		case config.SourceStatic:
+		case agentconfigv1alpha1.SourceStatic:
 			fw = cfg.Sources.Static.Firewall
-		case config.SourceSeed:
+		case agentconfigv1alpha1.SourceSeed:
 			fw = in.Seed
 		default:
 			return nil, fmt.Errorf("controllers.firewall.source %q: not implemented in this build", c.Source)
@@ -52,16 +53,16 @@ func desired(build buildFunc, cfg *config.Config, in Inputs) (*ruleset.Ruleset, 
 	}
 	if c := cfg.Controllers.CWNP; c != nil {
 		switch c.Source {
-		case config.SourceStatic:
+		case agentconfigv1alpha1.SourceStatic:
 			policies = append(policies, cfg.Sources.Static.CWNP)
-		case config.SourceShoot:
+		case agentconfigv1alpha1.SourceShoot:
 			policies = append(policies, in.ShootPolicies...)
 		default:
 			return nil, fmt.Errorf("controllers.cwnp.source %q: not implemented in this build", c.Source)
 		}
 	}
 	var services []ruleset.ServiceAllow
-	if c := cfg.Controllers.Service; c != nil && c.Source == config.SourceShoot {
+	if c := cfg.Controllers.Service; c != nil && c.Source == agentconfigv1alpha1.SourceShoot {
 		services = in.Services
 	}
 	return build(fw, policies, services)
@@ -71,7 +72,7 @@ func desired(build buildFunc, cfg *config.Config, in Inputs) (*ruleset.Ruleset, 
 // machine's interface into that network (config `networks`). A network the
 // config does not map is an error: a rule without its interface would SNAT or
 // limit traffic on every interface.
-func withInterfaces(fw *fwv1alpha1.FirewallTrafficSpec, cfg *config.Config) (*fwv1alpha1.FirewallTrafficSpec, error) {
+func withInterfaces(fw *fwv1alpha1.FirewallTrafficSpec, cfg *agentconfigv1alpha1.Config) (*fwv1alpha1.FirewallTrafficSpec, error) {
 	if fw == nil {
 		return nil, nil
 	}

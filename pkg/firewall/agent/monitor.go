@@ -9,8 +9,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	agentconfigv1alpha1 "github.com/metal-firewall/gardener-extension-firewall/pkg/apis/agentconfig/v1alpha1"
 	fwv1alpha1 "github.com/metal-firewall/gardener-extension-firewall/pkg/apis/firewall/v1alpha1"
-	"github.com/metal-firewall/gardener-extension-firewall/pkg/firewall/config"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/firewall/metrics"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/firewall/ruleset"
 )
@@ -31,7 +31,7 @@ type monitorState struct {
 // writeMonitor writes the FirewallMonitor into the shoot: the machine as the
 // seed describes it, the agent's version, heartbeat, last error, counters and
 // conditions.
-func (a *Agent) writeMonitor(ctx context.Context, cfg *config.Config, usesSeed bool, fw *fwv1alpha1.Firewall, shootErr error, message string) {
+func (a *Agent) writeMonitor(ctx context.Context, cfg *agentconfigv1alpha1.Config, usesSeed bool, fw *fwv1alpha1.Firewall, shootErr error, message string) {
 	now := metav1.NewTime(time.Now())
 	set := func(t string, ok bool, reason, msg string) {
 		status := metav1.ConditionFalse

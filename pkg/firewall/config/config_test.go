@@ -6,6 +6,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
+	agentconfigv1alpha1 "github.com/metal-firewall/gardener-extension-firewall/pkg/apis/agentconfig/v1alpha1"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/firewall/config"
 )
 
@@ -55,7 +56,7 @@ var _ = Describe("Parse", func() {
 	It("accepts the seed source for the firewall controller", func() {
 		cfg, err := config.Parse([]byte(strings.Replace(valid, "firewall: {source: static}", "firewall: {source: seed}", 1)))
 		Expect(err).NotTo(HaveOccurred())
-		Expect(cfg.Controllers.Firewall.Source).To(Equal(config.SourceSeed))
+		Expect(cfg.Controllers.Firewall.Source).To(Equal(agentconfigv1alpha1.SourceSeed))
 	})
 
 	It("accepts the shoot source for the policy and monitor controllers", func() {
@@ -63,8 +64,8 @@ var _ = Describe("Parse", func() {
 			"cwnp:     {source: static}", "cwnp:     {source: shoot}\n  monitor:  {source: shoot}").Replace(valid)
 		cfg, err := config.Parse([]byte(withShoot))
 		Expect(err).NotTo(HaveOccurred())
-		Expect(cfg.Controllers.CWNP.Source).To(Equal(config.SourceShoot))
-		Expect(cfg.Controllers.Monitor.Source).To(Equal(config.SourceShoot))
+		Expect(cfg.Controllers.CWNP.Source).To(Equal(agentconfigv1alpha1.SourceShoot))
+		Expect(cfg.Controllers.Monitor.Source).To(Equal(agentconfigv1alpha1.SourceShoot))
 	})
 
 	It("accepts network IDs that networks maps to interfaces", func() {

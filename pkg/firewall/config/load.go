@@ -1,3 +1,6 @@
+// Package config loads the firewall agent's configuration file: strict
+// decoding, defaults and validation of the contract in
+// pkg/apis/agentconfig/v1alpha1.
 package config
 
 import (
@@ -7,11 +10,14 @@ import (
 
 	kjson "sigs.k8s.io/json"
 	"sigs.k8s.io/yaml"
+
+	agentconfigv1alpha1 "github.com/metal-firewall/gardener-extension-firewall/pkg/apis/agentconfig/v1alpha1"
+	"github.com/metal-firewall/gardener-extension-firewall/pkg/apis/agentconfig/validation"
 )
 
 // Load reads, strictly decodes and validates the file at path. Unknown fields
 // are errors. The returned config has its defaults applied.
-func Load(path string) (*Config, error) {
+func Load(path string) (*agentconfigv1alpha1.Config, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("reading config: %w", err)
@@ -20,8 +26,8 @@ func Load(path string) (*Config, error) {
 }
 
 // Parse strictly decodes and validates a configuration document.
-func Parse(data []byte) (*Config, error) {
-	cfg := &Config{}
+func Parse(data []byte) (*agentconfigv1alpha1.Config, error) {
+	cfg := &agentconfigv1alpha1.Config{}
 	// YAMLToJSONStrict refuses duplicate keys; kjson names the full path of an
 	// unknown field, which encoding/json does not.
 	js, err := yaml.YAMLToJSONStrict(data)
@@ -42,7 +48,7 @@ func Parse(data []byte) (*Config, error) {
 		}
 		cfg.Name = host
 	}
-	if errs := Validate(cfg); len(errs) > 0 {
+	if errs := validation.Validate(cfg); len(errs) > 0 {
 		return nil, fmt.Errorf("invalid config: %w", errs.ToAggregate())
 	}
 	return cfg, nil

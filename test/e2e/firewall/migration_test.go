@@ -20,9 +20,9 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	agentconfigv1alpha1 "github.com/metal-firewall/gardener-extension-firewall/pkg/apis/agentconfig/v1alpha1"
 	firewallv1alpha1 "github.com/metal-firewall/gardener-extension-firewall/pkg/apis/firewall/v1alpha1"
-	firewallcontroller "github.com/metal-firewall/gardener-extension-firewall/pkg/controller/firewall"
-	"github.com/metal-firewall/gardener-extension-firewall/pkg/controller/firewall/credentials"
+	"github.com/metal-firewall/gardener-extension-firewall/pkg/constants"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/controller/manager/machine/local"
 	"github.com/metal-firewall/gardener-extension-firewall/test/framework"
 	"github.com/metal-firewall/gardener-extension-firewall/test/netns"
@@ -175,7 +175,7 @@ var _ = Describe("Control plane migration end to end", func() {
 		newConnectionDropped()
 
 		By("the agent keeps a shoot kubeconfig with a TokenRequestor token, readable by root only")
-		shootKubeconfig := filepath.Join(framework.MachineRoot(stateDir, rec), firewallcontroller.AgentShootKubeconfigPath)
+		shootKubeconfig := filepath.Join(framework.MachineRoot(stateDir, rec), agentconfigv1alpha1.ShootKubeconfigPath)
 		Eventually(func() (string, error) {
 			data, err := os.ReadFile(shootKubeconfig)
 			return string(data), err
@@ -219,7 +219,7 @@ var _ = Describe("Control plane migration end to end", func() {
 
 		By("the delivered kubeconfig is withdrawn from the shoot and the new token revoked")
 		Eventually(func() bool {
-			return apierrors.IsNotFound(cShoot.Get(ctx, client.ObjectKey{Namespace: credentials.ShootNamespace, Name: firewallv1alpha1.DeliveredBootstrapSecretName(fwName)}, &corev1.Secret{}))
+			return apierrors.IsNotFound(cShoot.Get(ctx, client.ObjectKey{Namespace: constants.ShootNamespace, Name: firewallv1alpha1.DeliveredBootstrapSecretName(fwName)}, &corev1.Secret{}))
 		}).Should(BeTrue())
 		Eventually(func() []corev1.Secret { return agentTokens(ctx, cB, namespace) }).Should(BeEmpty())
 

@@ -22,8 +22,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	aclcontroller "github.com/metal-firewall/gardener-extension-firewall/pkg/controller/acl"
-	aclhealthcheck "github.com/metal-firewall/gardener-extension-firewall/pkg/controller/acl/healthcheck"
-	aclwebhook "github.com/metal-firewall/gardener-extension-firewall/pkg/webhook/acl"
+	aclhealthcheck "github.com/metal-firewall/gardener-extension-firewall/pkg/controller/healthcheck"
+	"github.com/metal-firewall/gardener-extension-firewall/pkg/webhook/envoyfilter"
 	"github.com/metal-firewall/gardener-extension-firewall/test/testenv"
 )
 
@@ -54,9 +54,9 @@ var _ = BeforeSuite(func() {
 	By("Registering the webhook with the kube-apiserver, served by this process")
 	webhookOpts := &envtest.WebhookInstallOptions{
 		MutatingWebhooks: []*admissionregistrationv1.MutatingWebhookConfiguration{
-			aclwebhook.MutatingWebhookConfiguration(admissionregistrationv1.WebhookClientConfig{
+			envoyfilter.MutatingWebhookConfiguration(admissionregistrationv1.WebhookClientConfig{
 				// envtest turns the service path into a URL on localhost.
-				Service: &admissionregistrationv1.ServiceReference{Name: "unused", Namespace: "unused", Path: ptr.To(strings.TrimPrefix(aclwebhook.Path, "/"))},
+				Service: &admissionregistrationv1.ServiceReference{Name: "unused", Namespace: "unused", Path: ptr.To(strings.TrimPrefix(envoyfilter.Path, "/"))},
 			}),
 		},
 	}
@@ -79,7 +79,7 @@ var _ = BeforeSuite(func() {
 	ctx, cancel := context.WithCancel(context.Background())
 	DeferCleanup(cancel)
 	Expect(addController(ctx, mgr)).To(Succeed())
-	Expect(aclwebhook.AddToManager(mgr)).To(Succeed())
+	Expect(envoyfilter.AddToManager(mgr)).To(Succeed())
 	Expect(aclhealthcheck.AddToManager(mgr, time.Second)).To(Succeed())
 
 	go func() {

@@ -23,10 +23,10 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/metal-firewall/gardener-extension-firewall/pkg/acl/envoy"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/apis/acl/v1alpha1"
-	aclcontroller "github.com/metal-firewall/gardener-extension-firewall/pkg/controller/acl"
-	"github.com/metal-firewall/gardener-extension-firewall/pkg/controller/acl/envoy"
-	aclwebhook "github.com/metal-firewall/gardener-extension-firewall/pkg/webhook/acl"
+	"github.com/metal-firewall/gardener-extension-firewall/pkg/constants"
+	"github.com/metal-firewall/gardener-extension-firewall/pkg/webhook/envoyfilter"
 	"github.com/metal-firewall/gardener-extension-firewall/test/framework"
 )
 
@@ -67,7 +67,7 @@ func envoyFilterNamed(objs []client.Object, namespace, name string) *istionetwor
 // sharedFilter returns the objects of the shared HTTP-CONNECT filter's
 // ManagedResource in the gateway namespace as JSON.
 func sharedFilter(g Gomega, namespace string) string {
-	objs, err := managedResourceObjects(namespace, aclcontroller.SharedManagedResourceName)
+	objs, err := managedResourceObjects(namespace, constants.ACLSharedManagedResourceName)
 	g.Expect(err).NotTo(HaveOccurred())
 	return toJSON(objs)
 }
@@ -185,7 +185,7 @@ var _ = Describe("Extension acl", Ordered, func() {
 		ex = &extensionsv1alpha1.Extension{
 			ObjectMeta: metav1.ObjectMeta{Name: "acl", Namespace: shootNamespace},
 			Spec: extensionsv1alpha1.ExtensionSpec{DefaultSpec: extensionsv1alpha1.DefaultSpec{
-				Type:           aclcontroller.Type,
+				Type:           constants.ACLExtensionType,
 				ProviderConfig: &runtime.RawExtension{Raw: []byte(`{"rule":{"action":"ALLOW","type":"remote_ip","cidrs":["1.2.3.4/24","2001:db8::/32"]}}`)},
 			}},
 		}
@@ -209,7 +209,7 @@ var _ = Describe("Extension acl", Ordered, func() {
 		Expect(st.Hosts).To(ConsistOf(apiHosts))
 
 		By("Deploying the shoot's EnvoyFilter into the ingress namespace through a ManagedResource")
-		objs, err := managedResourceObjects(shootNamespace, aclcontroller.ManagedResourceName)
+		objs, err := managedResourceObjects(shootNamespace, constants.ACLManagedResourceName)
 		Expect(err).NotTo(HaveOccurred())
 		ef := envoyFilterNamed(objs, ingressNamespace, "acl-"+shootNamespace)
 		Expect(ef).NotTo(BeNil(), "objects: %v", objs)
@@ -227,7 +227,7 @@ var _ = Describe("Extension acl", Ordered, func() {
 		Expect(content).NotTo(ContainSubstring(`"action":"DENY"`))
 
 		By("Deploying one shared HTTP-CONNECT filter in the ingress namespace")
-		shared, err := managedResourceObjects(ingressNamespace, aclcontroller.SharedManagedResourceName)
+		shared, err := managedResourceObjects(ingressNamespace, constants.ACLSharedManagedResourceName)
 		Expect(err).NotTo(HaveOccurred())
 		Expect(shared).To(HaveLen(1))
 		sharedJSON := toJSON(shared[0])
@@ -252,7 +252,7 @@ var _ = Describe("Extension acl", Ordered, func() {
 
 		By("Dropping the shoot's own EnvoyFilter, the policy being evaluated once")
 		Eventually(func(g Gomega) {
-			objs, err := managedResourceObjects(shootNamespace, aclcontroller.ManagedResourceName)
+			objs, err := managedResourceObjects(shootNamespace, constants.ACLManagedResourceName)
 			g.Expect(err).NotTo(HaveOccurred())
 			g.Expect(envoyFilterNamed(objs, ingressNamespace, "acl-"+shootNamespace)).To(BeNil())
 		}).WithTimeout(timeout).Should(Succeed())
@@ -265,7 +265,7 @@ var _ = Describe("Extension acl", Ordered, func() {
 		Expect(testClient.Get(ctx(), client.ObjectKeyFromObject(ex), ex)).To(Succeed())
 		statusBefore := string(ex.Status.ProviderStatus.Raw)
 		mrBefore := &resourcesv1alpha1.ManagedResource{}
-		Expect(testClient.Get(ctx(), client.ObjectKey{Namespace: shootNamespace, Name: aclcontroller.ManagedResourceName}, mrBefore)).To(Succeed())
+		Expect(testClient.Get(ctx(), client.ObjectKey{Namespace: shootNamespace, Name: constants.ACLManagedResourceName}, mrBefore)).To(Succeed())
 		gardenerBefore := &istionetworkingv1alpha3.EnvoyFilter{}
 		Expect(testClient.Get(ctx(), client.ObjectKey{Namespace: ingressNamespace, Name: gardenerFilter}, gardenerBefore)).To(Succeed())
 
@@ -282,7 +282,7 @@ var _ = Describe("Extension acl", Ordered, func() {
 
 		Expect(string(ex.Status.ProviderStatus.Raw)).To(Equal(statusBefore))
 		mrAfter := &resourcesv1alpha1.ManagedResource{}
-		Expect(testClient.Get(ctx(), client.ObjectKey{Namespace: shootNamespace, Name: aclcontroller.ManagedResourceName}, mrAfter)).To(Succeed())
+		Expect(testClient.Get(ctx(), client.ObjectKey{Namespace: shootNamespace, Name: constants.ACLManagedResourceName}, mrAfter)).To(Succeed())
 		Expect(mrAfter.ResourceVersion).To(Equal(mrBefore.ResourceVersion))
 		gardenerAfter := &istionetworkingv1alpha3.EnvoyFilter{}
 		Expect(testClient.Get(ctx(), client.ObjectKey{Namespace: ingressNamespace, Name: gardenerFilter}, gardenerAfter)).To(Succeed())
@@ -376,7 +376,7 @@ var _ = Describe("Extension acl", Ordered, func() {
 		for ns, cfg := range map[string]*runtime.RawExtension{"shoot--acl--b": rule("DENY", "192.0.2.128/25", "10.250.7.0/24"), "shoot--acl--c": rule("ALLOW", "9.9.9.0/24")} {
 			Expect(testClient.Create(ctx(), &extensionsv1alpha1.Extension{
 				ObjectMeta: metav1.ObjectMeta{Name: "acl", Namespace: ns},
-				Spec:       extensionsv1alpha1.ExtensionSpec{DefaultSpec: extensionsv1alpha1.DefaultSpec{Type: aclcontroller.Type, ProviderConfig: cfg}},
+				Spec:       extensionsv1alpha1.ExtensionSpec{DefaultSpec: extensionsv1alpha1.DefaultSpec{Type: constants.ACLExtensionType, ProviderConfig: cfg}},
 			})).To(Succeed())
 		}
 		for _, ns := range []string{"shoot--acl--b", "shoot--acl--c"} {
@@ -397,21 +397,21 @@ var _ = Describe("Extension acl", Ordered, func() {
 		c := &extensionsv1alpha1.Extension{}
 		Expect(testClient.Get(ctx(), client.ObjectKey{Namespace: "shoot--acl--c", Name: "acl"}, c)).To(Succeed())
 		Expect(providerStatus(c).IngressNamespaces).To(ConsistOf(zonalNamespace))
-		objs, err := managedResourceObjects("shoot--acl--c", aclcontroller.ManagedResourceName)
+		objs, err := managedResourceObjects("shoot--acl--c", constants.ACLManagedResourceName)
 		Expect(err).NotTo(HaveOccurred())
 		ef := envoyFilterNamed(objs, zonalNamespace, "acl-shoot--acl--c")
 		Expect(ef).NotTo(BeNil())
 		Expect(ef.Spec.WorkloadSelector.GetLabels()).To(Equal(zonalLabels))
 
 		Eventually(func(g Gomega) {
-			shared, err := managedResourceObjects(ingressNamespace, aclcontroller.SharedManagedResourceName)
+			shared, err := managedResourceObjects(ingressNamespace, constants.ACLSharedManagedResourceName)
 			g.Expect(err).NotTo(HaveOccurred())
 			g.Expect(shared).To(HaveLen(1))
 			content := toJSON(shared)
 			g.Expect(content).To(ContainSubstring(".shoot--acl--a.svc.cluster.local"))
 			g.Expect(content).To(ContainSubstring(".shoot--acl--b.svc.cluster.local"))
 			g.Expect(content).NotTo(ContainSubstring("shoot--acl--c"))
-			zonal, err := managedResourceObjects(zonalNamespace, aclcontroller.SharedManagedResourceName)
+			zonal, err := managedResourceObjects(zonalNamespace, constants.ACLSharedManagedResourceName)
 			g.Expect(err).NotTo(HaveOccurred())
 			g.Expect(zonal).To(HaveLen(1))
 			g.Expect(toJSON(zonal)).To(ContainSubstring(".shoot--acl--c.svc.cluster.local"))
@@ -429,13 +429,13 @@ var _ = Describe("Extension acl", Ordered, func() {
 			c := &extensionsv1alpha1.Extension{}
 			g.Expect(testClient.Get(ctx(), client.ObjectKey{Namespace: "shoot--acl--c", Name: "acl"}, c)).To(Succeed())
 			g.Expect(providerStatus(c).IngressNamespaces).To(ConsistOf(ingressNamespace))
-			objs, err := managedResourceObjects("shoot--acl--c", aclcontroller.ManagedResourceName)
+			objs, err := managedResourceObjects("shoot--acl--c", constants.ACLManagedResourceName)
 			g.Expect(err).NotTo(HaveOccurred())
 			g.Expect(envoyFilterNamed(objs, ingressNamespace, "acl-shoot--acl--c")).NotTo(BeNil())
 			g.Expect(envoyFilterNamed(objs, zonalNamespace, "acl-shoot--acl--c")).To(BeNil())
 			g.Expect(sharedFilter(g, ingressNamespace)).To(ContainSubstring(".shoot--acl--c.svc.cluster.local"))
 			// The zonal gateway serves no ACL shoot any more: its shared filter is gone.
-			g.Expect(testClient.Get(ctx(), client.ObjectKey{Namespace: zonalNamespace, Name: aclcontroller.SharedManagedResourceName}, &resourcesv1alpha1.ManagedResource{})).To(Satisfy(apierrors.IsNotFound))
+			g.Expect(testClient.Get(ctx(), client.ObjectKey{Namespace: zonalNamespace, Name: constants.ACLSharedManagedResourceName}, &resourcesv1alpha1.ManagedResource{})).To(Satisfy(apierrors.IsNotFound))
 		}).WithTimeout(timeout).Should(Succeed())
 	})
 
@@ -455,7 +455,7 @@ var _ = Describe("Extension acl", Ordered, func() {
 			g.Expect(b.Status.LastOperation.State).To(Equal(v1beta1.LastOperationStateSucceeded))
 			g.Expect(b.Finalizers).To(BeEmpty())
 		}).WithTimeout(timeout).Should(Succeed())
-		Expect(testClient.Get(ctx(), client.ObjectKey{Namespace: "shoot--acl--b", Name: aclcontroller.ManagedResourceName}, &resourcesv1alpha1.ManagedResource{})).To(Satisfy(apierrors.IsNotFound))
+		Expect(testClient.Get(ctx(), client.ObjectKey{Namespace: "shoot--acl--b", Name: constants.ACLManagedResourceName}, &resourcesv1alpha1.ManagedResource{})).To(Satisfy(apierrors.IsNotFound))
 		// The shared filter follows through the rebuild that runs or comes next (rebuilds coalesce).
 		Eventually(func(g Gomega) {
 			shared := sharedFilter(g, ingressNamespace)
@@ -465,7 +465,7 @@ var _ = Describe("Extension acl", Ordered, func() {
 	})
 
 	It("puts the shoot's own EnvoyFilter back when Gardener rewrites its EnvoyFilter while the webhook is down", func() {
-		Expect(testClient.Delete(ctx(), &admissionregistrationv1.MutatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: aclwebhook.Name}})).To(Succeed())
+		Expect(testClient.Delete(ctx(), &admissionregistrationv1.MutatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: envoyfilter.Name}})).To(Succeed())
 
 		ef := &istionetworkingv1alpha3.EnvoyFilter{}
 		Expect(testClient.Get(ctx(), client.ObjectKey{Namespace: ingressNamespace, Name: gardenerFilter}, ef)).To(Succeed())
@@ -474,7 +474,7 @@ var _ = Describe("Extension acl", Ordered, func() {
 		Expect(injectedPatches(ef)).To(BeZero())
 
 		Eventually(func(g Gomega) {
-			objs, err := managedResourceObjects(shootNamespace, aclcontroller.ManagedResourceName)
+			objs, err := managedResourceObjects(shootNamespace, constants.ACLManagedResourceName)
 			g.Expect(err).NotTo(HaveOccurred())
 			own := envoyFilterNamed(objs, ingressNamespace, "acl-"+shootNamespace)
 			g.Expect(own).NotTo(BeNil())
@@ -494,7 +494,7 @@ var _ = Describe("Extension acl", Ordered, func() {
 			return apierrors.IsNotFound(testClient.Get(ctx(), client.ObjectKeyFromObject(ex), &extensionsv1alpha1.Extension{}))
 		}).WithTimeout(timeout).Should(BeTrue())
 
-		Expect(apierrors.IsNotFound(testClient.Get(ctx(), client.ObjectKey{Namespace: shootNamespace, Name: aclcontroller.ManagedResourceName}, &resourcesv1alpha1.ManagedResource{}))).To(BeTrue())
+		Expect(apierrors.IsNotFound(testClient.Get(ctx(), client.ObjectKey{Namespace: shootNamespace, Name: constants.ACLManagedResourceName}, &resourcesv1alpha1.ManagedResource{}))).To(BeTrue())
 
 		By("Keeping the shared filter for the other shoot on the gateway, without the deleted one")
 		Eventually(func(g Gomega) {
@@ -510,7 +510,7 @@ var _ = Describe("Extension acl", Ordered, func() {
 			return apierrors.IsNotFound(testClient.Get(ctx(), client.ObjectKeyFromObject(c), &extensionsv1alpha1.Extension{}))
 		}).WithTimeout(timeout).Should(BeTrue())
 		Eventually(func(g Gomega) {
-			g.Expect(testClient.Get(ctx(), client.ObjectKey{Namespace: ingressNamespace, Name: aclcontroller.SharedManagedResourceName}, &resourcesv1alpha1.ManagedResource{})).To(Satisfy(apierrors.IsNotFound))
+			g.Expect(testClient.Get(ctx(), client.ObjectKey{Namespace: ingressNamespace, Name: constants.ACLSharedManagedResourceName}, &resourcesv1alpha1.ManagedResource{})).To(Satisfy(apierrors.IsNotFound))
 			secrets := &corev1.SecretList{}
 			g.Expect(testClient.List(ctx(), secrets, client.InNamespace(ingressNamespace))).To(Succeed())
 			g.Expect(secrets.Items).To(BeEmpty())
@@ -524,7 +524,7 @@ var _ = Describe("Extension acl", Ordered, func() {
 		Expect(testClient.Get(ctx(), client.ObjectKey{Namespace: ingressNamespace, Name: gardenerFilter}, ef)).To(Succeed())
 		Expect(injectedPatches(ef)).To(BeZero())
 		Expect(ef.Spec.ConfigPatches).To(HaveLen(1))
-		Expect(ef.Annotations).NotTo(HaveKey(aclcontroller.PolicyHashAnnotation))
+		Expect(ef.Annotations).NotTo(HaveKey(constants.ACLPolicyHashAnnotation))
 	})
 })
 
@@ -550,7 +550,7 @@ func markManagedResourceHealthy(namespace, name string) {
 // gardener-resource-manager for its ManagedResource on every poll (the controller may update it).
 func systemComponentsHealthy(namespace string) func() v1beta1.Condition {
 	return func() v1beta1.Condition {
-		markManagedResourceHealthy(namespace, aclcontroller.ManagedResourceName)
+		markManagedResourceHealthy(namespace, constants.ACLManagedResourceName)
 		ex := &extensionsv1alpha1.Extension{}
 		Expect(testClient.Get(ctx(), client.ObjectKey{Namespace: namespace, Name: "acl"}, ex)).To(Succeed())
 		for _, c := range ex.Status.Conditions {

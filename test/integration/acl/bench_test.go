@@ -28,8 +28,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
-	aclcontroller "github.com/metal-firewall/gardener-extension-firewall/pkg/controller/acl"
-	aclhealthcheck "github.com/metal-firewall/gardener-extension-firewall/pkg/controller/acl/healthcheck"
+	"github.com/metal-firewall/gardener-extension-firewall/pkg/constants"
+	aclhealthcheck "github.com/metal-firewall/gardener-extension-firewall/pkg/controller/healthcheck"
 	"github.com/metal-firewall/gardener-extension-firewall/test/framework"
 	"github.com/metal-firewall/gardener-extension-firewall/test/testenv"
 )
@@ -117,7 +117,7 @@ var _ = Describe("reconciling many ACL shoots", Label("bench"), Ordered, func() 
 				}
 			}()
 			mrBefore := &resourcesv1alpha1.ManagedResource{}
-			_ = c.Get(ctx(), client.ObjectKey{Namespace: benchIngress, Name: aclcontroller.SharedManagedResourceName}, mrBefore)
+			_ = c.Get(ctx(), client.ObjectKey{Namespace: benchIngress, Name: constants.ACLSharedManagedResourceName}, mrBefore)
 
 			start := time.Now()
 			for ; created < n; created++ {
@@ -125,7 +125,7 @@ var _ = Describe("reconciling many ACL shoots", Label("bench"), Ordered, func() 
 				createShootWith(c, ns, []string{fmt.Sprintf("api.s%d.bench.example.com", created)}, benchLabels)
 				Expect(c.Create(ctx(), &extensionsv1alpha1.Extension{
 					ObjectMeta: metav1.ObjectMeta{Name: "acl", Namespace: ns},
-					Spec:       extensionsv1alpha1.ExtensionSpec{DefaultSpec: extensionsv1alpha1.DefaultSpec{Type: aclcontroller.Type, ProviderConfig: ruleOf(created)}},
+					Spec:       extensionsv1alpha1.ExtensionSpec{DefaultSpec: extensionsv1alpha1.DefaultSpec{Type: constants.ACLExtensionType, ProviderConfig: ruleOf(created)}},
 				})).To(Succeed())
 			}
 			createTime := time.Since(start)
@@ -142,7 +142,7 @@ var _ = Describe("reconciling many ACL shoots", Label("bench"), Ordered, func() 
 					}
 				}
 				g.Expect(done).To(Equal(n), "reconciled")
-				objs, err := framework.ManagedResourceObjects(ctx(), c, benchIngress, aclcontroller.SharedManagedResourceName)
+				objs, err := framework.ManagedResourceObjects(ctx(), c, benchIngress, constants.ACLSharedManagedResourceName)
 				g.Expect(err).NotTo(HaveOccurred())
 				g.Expect(objs).To(HaveLen(1))
 				sharedJSON, err = json.Marshal(objs[0])
@@ -163,7 +163,7 @@ var _ = Describe("reconciling many ACL shoots", Label("bench"), Ordered, func() 
 					}
 				}
 				mr := &resourcesv1alpha1.ManagedResource{}
-				g.Expect(c.Get(ctx(), client.ObjectKey{Namespace: benchIngress, Name: aclcontroller.SharedManagedResourceName}, mr)).To(Succeed())
+				g.Expect(c.Get(ctx(), client.ObjectKey{Namespace: benchIngress, Name: constants.ACLSharedManagedResourceName}, mr)).To(Succeed())
 				secretBytes = 0
 				for _, ref := range mr.Spec.SecretRefs {
 					s := &corev1.Secret{}
@@ -177,7 +177,7 @@ var _ = Describe("reconciling many ACL shoots", Label("bench"), Ordered, func() 
 			close(stop)
 
 			mr := &resourcesv1alpha1.ManagedResource{}
-			Expect(c.Get(ctx(), client.ObjectKey{Namespace: benchIngress, Name: aclcontroller.SharedManagedResourceName}, mr)).To(Succeed())
+			Expect(c.Get(ctx(), client.ObjectKey{Namespace: benchIngress, Name: constants.ACLSharedManagedResourceName}, mr)).To(Succeed())
 			fmt.Printf("| %d | %s | %s | %d | %.1f KiB | %.1f KiB | %d | %.0f MiB |\n",
 				n, createTime.Round(10*time.Millisecond), total.Round(10*time.Millisecond), mr.Generation-mrBefore.Generation,
 				float64(len(sharedJSON))/1024, float64(secretBytes)/1024, httpFilters, float64(peak.Load())/(1<<20))

@@ -24,8 +24,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	fwv1alpha1 "github.com/metal-firewall/gardener-extension-firewall/pkg/apis/firewall/v1alpha1"
+	"github.com/metal-firewall/gardener-extension-firewall/pkg/constants"
 	firewallcontroller "github.com/metal-firewall/gardener-extension-firewall/pkg/controller/firewall"
-	"github.com/metal-firewall/gardener-extension-firewall/pkg/controller/firewall/credentials"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/firewall/agent"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/firewall/nftables"
 	"github.com/metal-firewall/gardener-extension-firewall/test/testenv"
@@ -86,7 +86,7 @@ func startShoot(ctx SpecContext) (client.Client, []byte) {
 	}
 	// Gardener's TokenRequestor creates the ServiceAccount and its token in
 	// a real shoot; here the test does.
-	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: credentials.AgentServiceAccountName, Namespace: metav1.NamespaceSystem}}
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: constants.AgentServiceAccountName, Namespace: metav1.NamespaceSystem}}
 	Expect(admin.Create(ctx, sa)).To(Succeed())
 	tr := &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](3600)}}
 	Expect(admin.SubResource("token").Create(ctx, sa, tr)).To(Succeed())
@@ -213,7 +213,7 @@ var _ = Describe("firewall agent with the shoot source", func() {
 			return err
 		}).WithTimeout(15 * time.Second).Should(Succeed())
 		binding := &rbacv1.RoleBinding{}
-		Expect(admin.Get(ctx, client.ObjectKey{Namespace: "firewall", Name: firewallcontroller.AgentShootRoleName}, binding)).To(Succeed())
+		Expect(admin.Get(ctx, client.ObjectKey{Namespace: "firewall", Name: constants.AgentShootRoleName}, binding)).To(Succeed())
 		Expect(admin.Delete(ctx, binding)).To(Succeed())
 		// The agent cannot see this deletion: it must keep the rule rather
 		// than flush what it cannot read.

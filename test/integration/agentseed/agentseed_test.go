@@ -18,13 +18,13 @@ import (
 	certutil "k8s.io/client-go/util/cert"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	agentconfigv1alpha1 "github.com/metal-firewall/gardener-extension-firewall/pkg/apis/agentconfig/v1alpha1"
 	firewallv1alpha1 "github.com/metal-firewall/gardener-extension-firewall/pkg/apis/firewall/v1alpha1"
-	"github.com/metal-firewall/gardener-extension-firewall/pkg/controller/firewall/credentials"
+	"github.com/metal-firewall/gardener-extension-firewall/pkg/credentials"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/firewall/agent"
-	"github.com/metal-firewall/gardener-extension-firewall/pkg/firewall/config"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/firewall/nftables"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/firewall/ruleset"
-	"github.com/metal-firewall/gardener-extension-firewall/pkg/firewall/seed"
+	"github.com/metal-firewall/gardener-extension-firewall/pkg/firewall/seedsource"
 )
 
 // recorder is an Applier that remembers what it was asked to apply; the
@@ -134,8 +134,8 @@ controllers:
 		bootstrapPath := filepath.Join(dir, "bootstrap.kubeconfig")
 		prepareSeed(ctx, seedA, "fw-renew", "10.12.0.0/24", bootstrapPath)
 		now := time.Now()
-		src := &seed.Source{
-			Config: config.SeedSource{BootstrapKubeconfig: bootstrapPath, Kubeconfig: filepath.Join(dir, "seed.kubeconfig"), Namespace: namespace},
+		src := &seedsource.Source{
+			Config: agentconfigv1alpha1.SeedSource{BootstrapKubeconfig: bootstrapPath, Kubeconfig: filepath.Join(dir, "seed.kubeconfig"), Namespace: namespace},
 			Name:   "fw-renew", Log: slog.New(slog.NewTextHandler(GinkgoWriter, nil)), CertificateDuration: time.Hour,
 			Now: func() time.Time { return now },
 		}

@@ -36,7 +36,7 @@ import (
 
 	"github.com/metal-firewall/gardener-extension-firewall/charts"
 	"github.com/metal-firewall/gardener-extension-firewall/cmd/gardener-extension-firewall/app"
-	testmachine "github.com/metal-firewall/gardener-extension-firewall/test/machine"
+	"github.com/metal-firewall/gardener-extension-firewall/pkg/controller/manager/machine/machinetest"
 	"github.com/metal-firewall/gardener-extension-firewall/test/testenv"
 )
 
@@ -53,7 +53,7 @@ var (
 	// admin plays gardenlet and the firewall agents.
 	admin    client.Client
 	scheme   *runtime.Scheme
-	provider *testmachine.Memory
+	provider *machinetest.Memory
 	opts     *app.Options
 	mgr      manager.Manager
 	// healthAddress serves /healthz and /readyz as the kubelet probes them.
@@ -113,7 +113,7 @@ var _ = BeforeSuite(func() {
 	managerOptions.Controller = config.Controller{CacheSyncTimeout: 30 * time.Second, SkipNameValidation: ptr.To(true)}
 	mgr, err = manager.New(serviceAccountConfig(), managerOptions)
 	Expect(err).NotTo(HaveOccurred())
-	provider = testmachine.NewMemory()
+	provider = machinetest.NewMemory()
 	mgrCtx, cancel := context.WithCancel(context.Background())
 	Expect(app.AddToManager(mgrCtx, mgr, opts, provider)).To(Succeed())
 	go func() {

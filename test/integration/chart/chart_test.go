@@ -40,10 +40,8 @@ import (
 
 	"github.com/metal-firewall/gardener-extension-firewall/cmd/gardener-extension-firewall/app"
 	firewallv1alpha1 "github.com/metal-firewall/gardener-extension-firewall/pkg/apis/firewall/v1alpha1"
-	aclcontroller "github.com/metal-firewall/gardener-extension-firewall/pkg/controller/acl"
-	firewallcontroller "github.com/metal-firewall/gardener-extension-firewall/pkg/controller/firewall"
-	"github.com/metal-firewall/gardener-extension-firewall/pkg/controller/firewall/credentials"
-	aclwebhook "github.com/metal-firewall/gardener-extension-firewall/pkg/webhook/acl"
+	"github.com/metal-firewall/gardener-extension-firewall/pkg/constants"
+	"github.com/metal-firewall/gardener-extension-firewall/pkg/webhook/envoyfilter"
 	"github.com/metal-firewall/gardener-extension-firewall/test/testenv"
 )
 
@@ -136,7 +134,7 @@ func firewalls(ctx SpecContext, namespace string) []firewallv1alpha1.Firewall {
 
 func bootstrapTokens(ctx SpecContext, namespace string) []corev1.Secret {
 	list := &corev1.SecretList{}
-	Expect(admin.List(ctx, list, client.InNamespace(metav1.NamespaceSystem), client.MatchingLabels{credentials.LabelNamespace: namespace})).To(Succeed())
+	Expect(admin.List(ctx, list, client.InNamespace(metav1.NamespaceSystem), client.MatchingLabels{constants.LabelFirewallNamespace: namespace})).To(Succeed())
 	return list.Items
 }
 
@@ -190,7 +188,7 @@ var _ = Describe("The extension under the chart's RBAC", func() {
 	It("registers its webhook with a CA it manages and serves the certificate it signed", func(ctx SpecContext) {
 		mwc := &admissionregistrationv1.MutatingWebhookConfiguration{}
 		Eventually(func(g Gomega) {
-			g.Expect(admin.Get(ctx, client.ObjectKey{Name: aclwebhook.Name}, mwc)).To(Succeed())
+			g.Expect(admin.Get(ctx, client.ObjectKey{Name: envoyfilter.Name}, mwc)).To(Succeed())
 			g.Expect(mwc.Webhooks).To(HaveLen(1))
 			g.Expect(mwc.Webhooks[0].ClientConfig.CABundle).NotTo(BeEmpty())
 			g.Expect(mwc.OwnerReferences).To(ContainElement(And(HaveField("Kind", "Namespace"), HaveField("Name", releaseNamespace))),
@@ -236,7 +234,7 @@ var _ = Describe("The extension under the chart's RBAC", func() {
 			fw = fws[0]
 		}).Should(Succeed())
 		machineID := fw.Status.MachineStatus.MachineID
-		Expect(admin.Get(ctx, client.ObjectKey{Namespace: namespace, Name: firewallcontroller.ShootManagedResourceName}, &resourcesv1alpha1.ManagedResource{})).To(Succeed(),
+		Expect(admin.Get(ctx, client.ObjectKey{Namespace: namespace, Name: constants.ShootManagedResourceName}, &resourcesv1alpha1.ManagedResource{})).To(Succeed(),
 			"the shoot's CRDs and agent RBAC go through a ManagedResource")
 		Expect(admin.Get(ctx, client.ObjectKey{Name: firewallv1alpha1.AgentUserName(namespace, fw.Name)}, &rbacv1.ClusterRoleBinding{})).To(Succeed())
 		Expect(admin.Get(ctx, client.ObjectKey{Namespace: namespace, Name: firewallv1alpha1.AgentUserName(namespace, fw.Name)}, &rbacv1.Role{})).To(Succeed())
@@ -305,7 +303,7 @@ var _ = Describe("The extension under the chart's RBAC", func() {
 			g.Expect(fws[0].Status.MachineStatus.MachineID).To(Equal(machineID))
 		}).Should(Succeed())
 		Eventually(func() error {
-			return admin.Get(ctx, client.ObjectKey{Namespace: credentials.ShootNamespace, Name: firewallv1alpha1.DeliveredBootstrapSecretName(fw.Name)}, &corev1.Secret{})
+			return admin.Get(ctx, client.ObjectKey{Namespace: constants.ShootNamespace, Name: firewallv1alpha1.DeliveredBootstrapSecretName(fw.Name)}, &corev1.Secret{})
 		}).Should(Succeed(), "the new bootstrap kubeconfig is delivered through the shoot (read from the seed's gardener Secret)")
 
 		By("deleting")
@@ -317,15 +315,15 @@ var _ = Describe("The extension under the chart's RBAC", func() {
 	})
 
 	It("enforces a shoot's ACL and removes it again", func(ctx SpecContext) {
-		ingress := aclcontroller.DefaultIngressNamespace
-		Expect(admin.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ingress, Labels: map[string]string{aclwebhook.IngressNamespaceLabel: aclwebhook.IngressNamespaceRole}}})).To(Succeed())
+		ingress := constants.DefaultIngressNamespace
+		Expect(admin.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ingress, Labels: map[string]string{constants.IngressNamespaceLabel: constants.IngressNamespaceRole}}})).To(Succeed())
 		Expect(admin.Create(ctx, &corev1.Service{
 			ObjectMeta: metav1.ObjectMeta{Name: "istio-ingressgateway", Namespace: ingress, Labels: gatewayLabels},
 			Spec:       corev1.ServiceSpec{Selector: gatewayLabels, Ports: []corev1.ServicePort{{Name: "https", Port: 443}}},
 		})).To(Succeed())
 		namespace := "shoot--p--acl"
 		createShoot(ctx, namespace)
-		gardeners := &istionetworkingv1alpha3.EnvoyFilter{ObjectMeta: metav1.ObjectMeta{Name: namespace + aclcontroller.GardenerTLSTerminationSuffix, Namespace: ingress}}
+		gardeners := &istionetworkingv1alpha3.EnvoyFilter{ObjectMeta: metav1.ObjectMeta{Name: namespace + constants.GardenerTLSTerminationSuffix, Namespace: ingress}}
 		gardeners.Spec.WorkloadSelector = &istioapinetworkingv1alpha3.WorkloadSelector{Labels: gatewayLabels}
 		gardeners.Spec.ConfigPatches = []*istioapinetworkingv1alpha3.EnvoyFilter_EnvoyConfigObjectPatch{{ApplyTo: istioapinetworkingv1alpha3.EnvoyFilter_HTTP_ROUTE}}
 		Expect(admin.Create(ctx, gardeners)).To(Succeed())
@@ -333,12 +331,12 @@ var _ = Describe("The extension under the chart's RBAC", func() {
 		ex := newExtension(namespace, "acl", `{"rule":{"action":"ALLOW","type":"remote_ip","cidrs":["1.2.3.4/24"]}}`)
 		Expect(admin.Create(ctx, ex)).To(Succeed())
 		Eventually(lastOperation(ctx, ex)).Should(MatchRegexp(`^(Create|Reconcile) Succeeded$`))
-		Expect(admin.Get(ctx, client.ObjectKey{Namespace: namespace, Name: aclcontroller.ManagedResourceName}, &resourcesv1alpha1.ManagedResource{})).To(Succeed())
+		Expect(admin.Get(ctx, client.ObjectKey{Namespace: namespace, Name: constants.ACLManagedResourceName}, &resourcesv1alpha1.ManagedResource{})).To(Succeed())
 		Expect(admin.Get(ctx, client.ObjectKeyFromObject(gardeners), gardeners)).To(Succeed())
-		Expect(gardeners.Annotations).To(HaveKey(aclcontroller.PolicyHashAnnotation), "Gardener's EnvoyFilter was touched for the webhook")
+		Expect(gardeners.Annotations).To(HaveKey(constants.ACLPolicyHashAnnotation), "Gardener's EnvoyFilter was touched for the webhook")
 
 		Expect(admin.Delete(ctx, ex)).To(Succeed())
 		Eventually(gone(ctx, ex)).Should(BeTrue())
-		Expect(admin.Get(ctx, client.ObjectKey{Namespace: namespace, Name: aclcontroller.ManagedResourceName}, &resourcesv1alpha1.ManagedResource{})).To(Satisfy(apierrors.IsNotFound))
+		Expect(admin.Get(ctx, client.ObjectKey{Namespace: namespace, Name: constants.ACLManagedResourceName}, &resourcesv1alpha1.ManagedResource{})).To(Satisfy(apierrors.IsNotFound))
 	})
 })

@@ -24,7 +24,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	firewallv1alpha1 "github.com/metal-firewall/gardener-extension-firewall/pkg/apis/firewall/v1alpha1"
-	"github.com/metal-firewall/gardener-extension-firewall/pkg/controller/firewall/credentials"
+	"github.com/metal-firewall/gardener-extension-firewall/pkg/constants"
+	"github.com/metal-firewall/gardener-extension-firewall/pkg/credentials"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/firewall/bootstrap"
 )
 
@@ -232,7 +233,7 @@ var _ = Describe("Firewall agent credentials", func() {
 		// Even with the very ClusterRole the agents have, a service account is no firewall.
 		Expect(testClient.Create(ctx, &rbacv1.ClusterRoleBinding{
 			ObjectMeta: metav1.ObjectMeta{GenerateName: "intruder-"},
-			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: credentials.CSRClusterRoleName},
+			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: constants.AgentCSRClusterRoleName},
 			Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: sa.Name, Namespace: namespace}},
 		})).To(Succeed())
 		cs, err := kubernetes.NewForConfig(seed.Config)
@@ -293,6 +294,6 @@ var _ = Describe("Firewall agent credentials", func() {
 
 func tokenSecrets(ctx SpecContext, namespace string) []corev1.Secret {
 	list := &corev1.SecretList{}
-	Expect(testClient.List(ctx, list, client.InNamespace(metav1.NamespaceSystem), client.MatchingLabels{credentials.LabelNamespace: namespace})).To(Succeed())
+	Expect(testClient.List(ctx, list, client.InNamespace(metav1.NamespaceSystem), client.MatchingLabels{constants.LabelFirewallNamespace: namespace})).To(Succeed())
 	return list.Items
 }

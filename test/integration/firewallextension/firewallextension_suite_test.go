@@ -18,11 +18,12 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	firewallv1alpha1 "github.com/metal-firewall/gardener-extension-firewall/pkg/apis/firewall/v1alpha1"
+	"github.com/metal-firewall/gardener-extension-firewall/pkg/constants"
 	firewallcontroller "github.com/metal-firewall/gardener-extension-firewall/pkg/controller/firewall"
-	firewallhealthcheck "github.com/metal-firewall/gardener-extension-firewall/pkg/controller/firewall/healthcheck"
+	"github.com/metal-firewall/gardener-extension-firewall/pkg/controller/healthcheck"
 	firewallmanager "github.com/metal-firewall/gardener-extension-firewall/pkg/controller/manager"
-	managerfirewall "github.com/metal-firewall/gardener-extension-firewall/pkg/controller/manager/firewall"
-	testmachine "github.com/metal-firewall/gardener-extension-firewall/test/machine"
+	"github.com/metal-firewall/gardener-extension-firewall/pkg/controller/manager/firewallmachine"
+	"github.com/metal-firewall/gardener-extension-firewall/pkg/controller/manager/machine/machinetest"
 	"github.com/metal-firewall/gardener-extension-firewall/test/testenv"
 )
 
@@ -40,7 +41,7 @@ type seedEnv struct {
 var (
 	scheme = runtime.NewScheme()
 	// provider is the machine infrastructure: one for both seeds, as metal-api is.
-	provider     *testmachine.Memory
+	provider     *machinetest.Memory
 	seedA, seedB *seedEnv
 )
 
@@ -50,7 +51,7 @@ var _ = BeforeSuite(func() {
 	log.SetLogger(zap.New(zap.WriteTo(GinkgoWriter), zap.UseDevMode(true)))
 	Expect(kubernetes.AddSeedSchemeToScheme(scheme)).To(Succeed())
 	Expect(firewallv1alpha1.AddToScheme(scheme)).To(Succeed())
-	provider = testmachine.NewMemory()
+	provider = machinetest.NewMemory()
 	seedA = startSeed("seed-a")
 	seedB = startSeed("seed-b")
 })
@@ -75,12 +76,12 @@ func startSeed(name string) *seedEnv {
 	Expect(err).NotTo(HaveOccurred())
 	ctx, cancel := context.WithCancel(context.Background())
 	Expect(firewallcontroller.AddToManagerWithOptions(ctx, mgr, firewallcontroller.AddOptions{})).To(Succeed())
-	Expect(firewallhealthcheck.AddToManager(mgr, firewallcontroller.Type, firewallcontroller.DeploymentName, 2*time.Second)).To(Succeed())
+	Expect(healthcheck.AddToManager(mgr, 2*time.Second)).To(Succeed())
 	Expect(firewallmanager.AddToManager(mgr, firewallmanager.Options{
 		Provider:         provider,
 		HeartbeatTimeout: firewallmanager.DefaultHeartbeatTimeout,
-		Bootstrap: &managerfirewall.Bootstrap{
-			Server: cp.Config.Host, CAData: cp.Config.CAData, SecretNames: []string{firewallcontroller.ShootAccessSecretName},
+		Bootstrap: &firewallmachine.Bootstrap{
+			Server: cp.Config.Host, CAData: cp.Config.CAData, SecretNames: []string{constants.ShootAccessSecretName},
 		},
 	})).To(Succeed())
 	done := make(chan struct{})

@@ -23,8 +23,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	firewallv1alpha1 "github.com/metal-firewall/gardener-extension-firewall/pkg/apis/firewall/v1alpha1"
+	"github.com/metal-firewall/gardener-extension-firewall/pkg/constants"
 	firewallcontroller "github.com/metal-firewall/gardener-extension-firewall/pkg/controller/firewall"
-	"github.com/metal-firewall/gardener-extension-firewall/pkg/controller/firewall/credentials"
 	"github.com/metal-firewall/gardener-extension-firewall/test/framework"
 	"github.com/metal-firewall/gardener-extension-firewall/test/testenv"
 )
@@ -54,8 +54,8 @@ func createShoot(ctx SpecContext, s *seedEnv, namespace string) {
 // the objects it carries.
 func shootManagedResource(ctx SpecContext, s *seedEnv, namespace string) (*resourcesv1alpha1.ManagedResource, []client.Object) {
 	mr := &resourcesv1alpha1.ManagedResource{}
-	ExpectWithOffset(1, s.client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: firewallcontroller.ShootManagedResourceName}, mr)).To(Succeed())
-	objects, err := framework.ShootManagedResourceObjects(ctx, s.client, namespace, firewallcontroller.ShootManagedResourceName)
+	ExpectWithOffset(1, s.client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: constants.ShootManagedResourceName}, mr)).To(Succeed())
+	objects, err := framework.ShootManagedResourceObjects(ctx, s.client, namespace, constants.ShootManagedResourceName)
 	ExpectWithOffset(1, err).NotTo(HaveOccurred())
 	return mr, objects
 }
@@ -112,7 +112,7 @@ func beatAndCountReady(ctx SpecContext, s *seedEnv, namespace string) func() []s
 
 func bootstrapTokens(ctx SpecContext, s *seedEnv, namespace string) []corev1.Secret {
 	list := &corev1.SecretList{}
-	Expect(s.client.List(ctx, list, client.InNamespace(metav1.NamespaceSystem), client.MatchingLabels{credentials.LabelNamespace: namespace})).To(Succeed())
+	Expect(s.client.List(ctx, list, client.InNamespace(metav1.NamespaceSystem), client.MatchingLabels{constants.LabelFirewallNamespace: namespace})).To(Succeed())
 	return list.Items
 }
 
@@ -229,7 +229,7 @@ var _ = Describe("Extension firewall", func() {
 		Expect(bootstrapTokens(ctx, seedA, namespace)).To(BeEmpty(), "seed A's bootstrap tokens are revoked")
 		Expect(seedA.client.Get(ctx, client.ObjectKey{Name: firewallv1alpha1.AgentUserName(namespace, fwA.Name)}, &rbacv1.ClusterRoleBinding{})).To(Satisfy(apierrors.IsNotFound))
 		Expect(provider.IDs()).To(ContainElement(machineID), "the machine keeps running through the migration")
-		Expect(seedA.client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: firewallcontroller.ShootManagedResourceName}, &resourcesv1alpha1.ManagedResource{})).
+		Expect(seedA.client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: constants.ShootManagedResourceName}, &resourcesv1alpha1.ManagedResource{})).
 			To(Satisfy(apierrors.IsNotFound), "seed A no longer manages the shoot's objects")
 
 		By("restoring in seed B")
@@ -270,7 +270,7 @@ var _ = Describe("Extension firewall", func() {
 		Expect(provider.IDs()).NotTo(ContainElement(machineID), "the machine is released")
 		Expect(bootstrapTokens(ctx, seedB, namespace)).To(BeEmpty())
 		Expect(seedB.client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: "shoot-access-firewall-agent"}, &corev1.Secret{})).To(Satisfy(apierrors.IsNotFound))
-		Expect(seedB.client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: firewallcontroller.ShootManagedResourceName}, &resourcesv1alpha1.ManagedResource{})).To(Satisfy(apierrors.IsNotFound))
+		Expect(seedB.client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: constants.ShootManagedResourceName}, &resourcesv1alpha1.ManagedResource{})).To(Satisfy(apierrors.IsNotFound))
 	})
 })
 

@@ -22,7 +22,7 @@ import (
 
 	firewallv1alpha1 "github.com/metal-firewall/gardener-extension-firewall/pkg/apis/firewall/v1alpha1"
 	firewallmanager "github.com/metal-firewall/gardener-extension-firewall/pkg/controller/manager"
-	testmachine "github.com/metal-firewall/gardener-extension-firewall/test/machine"
+	"github.com/metal-firewall/gardener-extension-firewall/pkg/controller/manager/machine/machinetest"
 	"github.com/metal-firewall/gardener-extension-firewall/test/testenv"
 )
 
@@ -63,7 +63,7 @@ var managerOptions = firewallmanager.Options{
 
 // startManager runs the firewall manager for one namespace with the given
 // provider and returns a function that stops it and waits until it stopped.
-func startManager(namespace string, provider *testmachine.Memory, mutate ...func(*firewallmanager.Options)) (stop func()) {
+func startManager(namespace string, provider *machinetest.Memory, mutate ...func(*firewallmanager.Options)) (stop func()) {
 	mgr, err := manager.New(seed.Config, manager.Options{
 		Scheme:                 scheme,
 		Metrics:                metricsserver.Options{BindAddress: "0"},

@@ -15,22 +15,23 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	agentconfigv1alpha1 "github.com/metal-firewall/gardener-extension-firewall/pkg/apis/agentconfig/v1alpha1"
 	firewallv1alpha1 "github.com/metal-firewall/gardener-extension-firewall/pkg/apis/firewall/v1alpha1"
 	firewallmanager "github.com/metal-firewall/gardener-extension-firewall/pkg/controller/manager"
-	firewallcontroller "github.com/metal-firewall/gardener-extension-firewall/pkg/controller/manager/firewall"
-	testmachine "github.com/metal-firewall/gardener-extension-firewall/test/machine"
+	"github.com/metal-firewall/gardener-extension-firewall/pkg/controller/manager/firewallmachine"
+	"github.com/metal-firewall/gardener-extension-firewall/pkg/controller/manager/machine/machinetest"
 )
 
 var _ = Describe("Firewall manager", func() {
 	var (
 		namespace  string
-		provider   *testmachine.Memory
+		provider   *machinetest.Memory
 		deployment *firewallv1alpha1.FirewallDeployment
 	)
 
 	BeforeEach(func(ctx SpecContext) {
 		namespace = newNamespace(ctx)
-		provider = testmachine.NewMemory()
+		provider = machinetest.NewMemory()
 		Expect(testClient.Create(ctx, &corev1.Secret{
 			ObjectMeta: metav1.ObjectMeta{Name: "bootstrap", Namespace: namespace},
 			Data:       map[string][]byte{"kubeconfig": []byte("bootstrap-kubeconfig")},
@@ -267,7 +268,7 @@ var _ = Describe("Firewall manager", func() {
 
 	It("gives each firewall a bootstrap kubeconfig and RBAC, and drops the token once the agent is connected", func(ctx SpecContext) {
 		startManager(namespace, provider, func(o *firewallmanager.Options) {
-			o.Bootstrap = &firewallcontroller.Bootstrap{Server: seed.Config.Host, CAData: seed.Config.CAData, SecretNames: []string{"shoot-access-firewall-agent"}}
+			o.Bootstrap = &firewallmachine.Bootstrap{Server: seed.Config.Host, CAData: seed.Config.CAData, SecretNames: []string{"shoot-access-firewall-agent"}}
 		})
 		Expect(testClient.Create(ctx, deployment)).To(Succeed())
 		Eventually(provider.IDs).WithTimeout(time.Minute).Should(HaveLen(1))
@@ -275,7 +276,7 @@ var _ = Describe("Firewall manager", func() {
 
 		var kubeconfig []byte
 		for _, f := range provider.Userdata(provider.IDs()[0]) {
-			if f.Path == firewallcontroller.BootstrapKubeconfigPath {
+			if f.Path == agentconfigv1alpha1.BootstrapKubeconfigPath {
 				kubeconfig = f.Content
 				Expect(f.Mode.Perm()).To(BeEquivalentTo(0o600))
 			}

@@ -23,6 +23,7 @@ import (
 	"syscall"
 	"time"
 
+	agentconfigv1alpha1 "github.com/metal-firewall/gardener-extension-firewall/pkg/apis/agentconfig/v1alpha1"
 	firewallv1alpha1 "github.com/metal-firewall/gardener-extension-firewall/pkg/apis/firewall/v1alpha1"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/controller/manager/machine"
 )
@@ -57,7 +58,7 @@ var _ machine.Provider = &Provider{}
 // Default paths of the local provider.
 const (
 	DefaultStateDir    = "/var/lib/gardener-extension-firewall/local-machines"
-	DefaultAgentConfig = "/etc/firewall-agent/config.yaml"
+	DefaultAgentConfig = agentconfigv1alpha1.ConfigPath
 	DefaultNetNSPrefix = "fw-"
 	agentInRoot        = "/usr/local/bin/firewall-agent"
 	recordFile         = "machine.json"

@@ -1,0 +1,19 @@
+package v1alpha1
+
+// Paths of the agent's files on a firewall machine. The extension writes the
+// config and the bootstrap kubeconfig into the userdata; the agent writes the
+// kubeconfigs it obtains itself (0600).
+const (
+	// Dir holds every file of the agent.
+	Dir = "/etc/firewall-agent"
+	// ConfigPath is where the agent reads its configuration.
+	ConfigPath = Dir + "/config.yaml"
+	// BootstrapKubeconfigPath holds the short-lived credential the agent
+	// requests its seed client certificate with.
+	BootstrapKubeconfigPath = Dir + "/bootstrap.kubeconfig"
+	// SeedKubeconfigPath is where the agent keeps its certificate-based seed kubeconfig.
+	SeedKubeconfigPath = Dir + "/seed.kubeconfig"
+	// ShootKubeconfigPath keeps the shoot kubeconfig the agent reads through
+	// the seed, so that it reaches the shoot when the seed is gone.
+	ShootKubeconfigPath = Dir + "/shoot.kubeconfig"
+)

@@ -1,0 +1,100 @@
+package v1alpha1
+
+import (
+	fwv1alpha1 "github.com/metal-firewall/gardener-extension-firewall/pkg/apis/firewall/v1alpha1"
+)
+
+// Source names.
+const (
+	SourceStatic = "static"
+	SourceSeed   = "seed"
+	SourceShoot  = "shoot"
+)
+
+// Config is the agent's configuration file.
+type Config struct {
+	// Name is the firewall's name; the hostname when empty.
+	Name string `json:"name,omitempty"`
+	// Sources say how to reach each place rules can come from.
+	Sources Sources `json:"sources"`
+	// Controllers say which source each controller reads. A controller that
+	// is not listed is off.
+	Controllers Controllers `json:"controllers"`
+	// Networks map metal network IDs to this machine's interfaces, so that
+	// SNAT rules and rate limits may name a network (as a Firewall from the
+	// seed does) instead of an interface.
+	Networks []Network `json:"networks,omitempty"`
+}
+
+// Network is one metal network the machine is attached to.
+type Network struct {
+	// ID is the metal network ID, e.g. "internet".
+	ID string `json:"id"`
+	// Interface is the machine's interface into that network, e.g. "vrf104009".
+	Interface string `json:"interface"`
+}
+
+// InterfaceOf returns the interface of a network ID and whether it is known.
+func (cfg *Config) InterfaceOf(networkID string) (string, bool) {
+	for _, n := range cfg.Networks {
+		if n.ID == networkID {
+			return n.Interface, true
+		}
+	}
+	return "", false
+}
+
+// Sources are the places rules come from.
+type Sources struct {
+	Seed   *SeedSource   `json:"seed,omitempty"`
+	Shoot  *ShootSource  `json:"shoot,omitempty"`
+	Static *StaticSource `json:"static,omitempty"`
+}
+
+// SeedSource is the seed cluster the firewall belongs to.
+type SeedSource struct {
+	// BootstrapKubeconfig holds the short-lived bootstrap token.
+	BootstrapKubeconfig string `json:"bootstrapKubeconfig,omitempty"`
+	// Kubeconfig is where the agent keeps its certificate-based seed kubeconfig.
+	Kubeconfig string `json:"kubeconfig,omitempty"`
+	// Namespace is the shoot's namespace in the seed.
+	Namespace string `json:"namespace"`
+}
+
+// ShootSource is the shoot cluster behind the firewall.
+type ShootSource struct {
+	// Kubeconfig is the path of the kubeconfig that reaches the shoot. With
+	// AccessSecret, the agent writes it (0600) from the seed and keeps it
+	// fresh; without, it is the admin's file.
+	Kubeconfig string `json:"kubeconfig,omitempty"`
+	// AccessSecret is the Secret in the seed namespace (sources.seed) whose
+	// `kubeconfig` Gardener's TokenRequestor keeps filled with the agent's
+	// short-lived shoot token.
+	AccessSecret string `json:"accessSecret,omitempty"`
+	// Namespace holds the ClusterwideNetworkPolicies and, after a control
+	// plane migration, the agent's new bootstrap kubeconfig.
+	Namespace string `json:"namespace"`
+}
+
+// StaticSource holds rules directly in the file, so the agent works without
+// any API.
+type StaticSource struct {
+	// Firewall is what the firewall controller would read from the Firewall.
+	Firewall *fwv1alpha1.FirewallTrafficSpec `json:"firewall,omitempty"`
+	// CWNP is one policy with the ClusterwideNetworkPolicy spec schema.
+	CWNP *fwv1alpha1.PolicySpec `json:"cwnp,omitempty"`
+}
+
+// Controllers select a source per controller.
+type Controllers struct {
+	Firewall *Controller `json:"firewall,omitempty"`
+	CWNP     *Controller `json:"cwnp,omitempty"`
+	Service  *Controller `json:"service,omitempty"`
+	Monitor  *Controller `json:"monitor,omitempty"`
+}
+
+// Controller configures one controller.
+type Controller struct {
+	// Source is the name of the source the controller reads.
+	Source string `json:"source"`
+}

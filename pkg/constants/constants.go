@@ -1,0 +1,81 @@
+// Package constants holds the names that more than one part of the extension
+// shares: the extension types, the objects the extension creates in seed and
+// shoot, and the labels and annotations it sets. It imports nothing of the
+// extension but its API groups, so that webhooks, the garden admission, the
+// registration generator and the controllers can all use it without importing
+// each other.
+package constants
+
+import (
+	firewallv1alpha1 "github.com/metal-firewall/gardener-extension-firewall/pkg/apis/firewall/v1alpha1"
+)
+
+// Extension types, as shoots name them in spec.extensions.
+const (
+	// FirewallExtensionType drives the shoot's firewall.
+	FirewallExtensionType = "firewall"
+	// ACLExtensionType restricts access to the shoot's kube-apiserver.
+	ACLExtensionType = "acl"
+)
+
+// Names of the `firewall` extension in the seed and in the shoot.
+const (
+	// FirewallDeploymentName is the name of the shoot's FirewallDeployment in the seed.
+	FirewallDeploymentName = "firewall"
+	// LabelFirewallDeployment selects the shoot's FirewallSets and Firewalls.
+	LabelFirewallDeployment = firewallv1alpha1.GroupName + "/deployment"
+	// AgentServiceAccountName is the agent's ServiceAccount in the shoot
+	// (namespace kube-system) and, as ShootAccessName, the shoot access
+	// secret Gardener's TokenRequestor keeps filled with its token.
+	AgentServiceAccountName = "firewall-agent"
+	// ShootAccessName is the shoot access secret's name without Gardener's prefix.
+	ShootAccessName = AgentServiceAccountName
+	// ShootAccessSecretName is the shoot access secret in the shoot namespace of
+	// the seed (Gardener's prefix shoot-access- and ShootAccessName).
+	ShootAccessSecretName = "shoot-access-" + ShootAccessName
+	// ShootNamespace is the shoot namespace of the policies, monitors and the
+	// bootstrap kubeconfigs delivered after a migration.
+	ShootNamespace = firewallv1alpha1.ClusterwideNetworkPolicyNamespace
+	// ShootManagedResourceName is the ManagedResource (class shoot) that keeps
+	// the CRDs, the namespace and the agent's RBAC in the shoot.
+	ShootManagedResourceName = "extension-firewall-shoot"
+	// ManagedResourceOrigin marks the ManagedResources this extension creates.
+	ManagedResourceOrigin = "gardener-extension-firewall"
+	// AgentShootRoleName is the agent's Role in the shoot namespace ShootNamespace.
+	AgentShootRoleName = "firewall-agent"
+	// AgentShootClusterRoleName is the agent's ClusterRole in the shoot (reading Services).
+	AgentShootClusterRoleName = "firewall.metal-firewall.io:agent"
+	// AgentCSRClusterRoleName is the seed ClusterRole that lets an agent request
+	// its client certificate.
+	AgentCSRClusterRoleName = "gardener-extension-firewall:agent-csr"
+)
+
+// Labels on the seed objects the extension creates per firewall (bootstrap
+// token Secrets, agent RBAC, delivered secrets in the shoot).
+const (
+	// LabelFirewallNamespace is the shoot namespace of the firewall.
+	LabelFirewallNamespace = firewallv1alpha1.GroupName + "/namespace"
+	// LabelFirewallName is the firewall's name.
+	LabelFirewallName = firewallv1alpha1.GroupName + "/name"
+)
+
+// Names of the `acl` extension in the seed.
+const (
+	// ACLManagedResourceName is the per-shoot ManagedResource in the shoot namespace.
+	ACLManagedResourceName = "extension-acl"
+	// ACLSharedManagedResourceName is the ManagedResource of the shared
+	// HTTP-CONNECT EnvoyFilter in each ingress namespace.
+	ACLSharedManagedResourceName = "acl-http-connect"
+	// DefaultIngressNamespace is used when no Service in the seed matches a Gateway's selector.
+	DefaultIngressNamespace = "istio-ingress"
+	// GardenerTLSTerminationSuffix ends the name of Gardener's per-shoot
+	// EnvoyFilter in an ingress namespace (gardener's
+	// apiserverexposure.IstioTLSTerminationEnvoyFilterSuffix; a test keeps the two equal).
+	GardenerTLSTerminationSuffix = "-istio-tls-termination"
+	// ACLPolicyHashAnnotation is set on Gardener's per-shoot EnvoyFilters to
+	// make the webhook inject the current policy.
+	ACLPolicyHashAnnotation = "acl.metal-firewall.io/policy-hash"
+	// IngressNamespaceLabel and IngressNamespaceRole select Gardener's Istio ingress namespaces.
+	IngressNamespaceLabel = "gardener.cloud/role"
+	IngressNamespaceRole  = "istio-ingress"
+)

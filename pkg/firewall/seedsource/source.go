@@ -1,0 +1,236 @@
+// Package seed is the agent's seed source: it holds the agent's seed
+// credential (bootstrap token -> CSR -> client certificate, renewed before it
+// expires, bootstrapped again when the seed rejects it or moved), reads the
+// firewall's own Firewall object and writes the agent's heartbeat into its
+// status.
+package seedsource
+
+import (
+	"context"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	certutil "k8s.io/client-go/util/cert"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	agentconfigv1alpha1 "github.com/metal-firewall/gardener-extension-firewall/pkg/apis/agentconfig/v1alpha1"
+	fwv1alpha1 "github.com/metal-firewall/gardener-extension-firewall/pkg/apis/firewall/v1alpha1"
+	"github.com/metal-firewall/gardener-extension-firewall/pkg/firewall/bootstrap"
+)
+
+// DefaultCertificateDuration is the validity the agent asks for; the
+// approver caps it (24h by default).
+const DefaultCertificateDuration = 12 * time.Hour
+
+// Source talks to the seed as the firewall.
+type Source struct {
+	Config  agentconfigv1alpha1.SeedSource
+	Name    string
+	Version string
+	Log     *slog.Logger
+	// CertificateDuration is the validity asked for; DefaultCertificateDuration when 0.
+	CertificateDuration time.Duration
+	// Now is the clock; time.Now when nil.
+	Now func() time.Time
+
+	client  client.Client
+	cert    *x509.Certificate
+	server  string
+	renewAt time.Time
+}
+
+var scheme = func() *runtime.Scheme {
+	s := runtime.NewScheme()
+	if err := fwv1alpha1.AddToScheme(s); err != nil {
+		panic(err)
+	}
+	if err := corev1.AddToScheme(s); err != nil {
+		panic(err)
+	}
+	return s
+}()
+
+func (s *Source) now() time.Time {
+	if s.Now != nil {
+		return s.Now()
+	}
+	return time.Now()
+}
+
+// Firewall returns the firewall's own Firewall object. It connects (and
+// bootstraps) as needed, renews the certificate when due, and bootstraps again
+// when the seed rejects the credential.
+func (s *Source) Firewall(ctx context.Context) (*fwv1alpha1.Firewall, error) {
+	if err := s.ensure(ctx); err != nil {
+		return nil, err
+	}
+	fw, err := s.get(ctx)
+	if isCredentialError(err) {
+		s.Log.Info("the seed rejects the credential; bootstrapping again", "reason", err.Error())
+		if err := s.bootstrap(ctx); err != nil {
+			return nil, err
+		}
+		fw, err = s.get(ctx)
+	}
+	return fw, err
+}
+
+func (s *Source) get(ctx context.Context) (*fwv1alpha1.Firewall, error) {
+	fw := &fwv1alpha1.Firewall{}
+	return fw, s.client.Get(ctx, client.ObjectKey{Namespace: s.Config.Namespace, Name: s.Name}, fw)
+}
+
+// Secret reads a Secret of the shoot namespace that the seed lets this
+// firewall read (its RBAC names each one).
+func (s *Source) Secret(ctx context.Context, name string) (*corev1.Secret, error) {
+	if s.client == nil {
+		return nil, errors.New("not connected to the seed")
+	}
+	secret := &corev1.Secret{}
+	return secret, s.client.Get(ctx, client.ObjectKey{Namespace: s.Config.Namespace, Name: name}, secret)
+}
+
+// Rebootstrap drops the current credential and bootstraps with the bootstrap
+// kubeconfig on disk: a new one arrived (after a migration, through the shoot).
+func (s *Source) Rebootstrap(ctx context.Context) error {
+	return s.bootstrap(ctx)
+}
+
+// Heartbeat writes the agent's status: version, the time of this run, and
+// the last error ("" when the last apply succeeded).
+// lastShootRun is when the agent last applied what it read from the shoot,
+// nil when it reads nothing there.
+func (s *Source) Heartbeat(ctx context.Context, fw *fwv1alpha1.Firewall, message string, lastShootRun *metav1.Time) error {
+	if s.client == nil {
+		return errors.New("not connected to the seed")
+	}
+	patch := client.MergeFrom(fw.DeepCopy())
+	fw.Status.AgentStatus = &fwv1alpha1.AgentStatus{Version: s.Version, LastRunAgainstSeed: &metav1.Time{Time: s.now()}, LastRunAgainstShoot: lastShootRun, Message: message}
+	return s.client.Status().Patch(ctx, fw, patch)
+}
+
+// ensure has a client: from the seed kubeconfig when it is there and still
+// points where the bootstrap kubeconfig points, else by bootstrapping; and it
+// renews the certificate when due.
+func (s *Source) ensure(ctx context.Context) error {
+	if s.client == nil {
+		if err := s.load(); err != nil {
+			s.Log.Info("no usable seed kubeconfig; bootstrapping", "reason", err.Error())
+			return s.bootstrap(ctx)
+		}
+	}
+	if moved, err := s.seedMoved(); err == nil && moved {
+		s.Log.Info("the bootstrap kubeconfig points to another seed; bootstrapping there")
+		return s.bootstrap(ctx)
+	}
+	if !s.renewAt.IsZero() && s.now().After(s.renewAt) {
+		if err := s.renew(ctx); err != nil {
+			s.Log.Error("renewing the certificate failed; bootstrapping", "error", err)
+			return s.bootstrap(ctx)
+		}
+	}
+	return nil
+}
+
+// load reads the seed kubeconfig written by an earlier bootstrap.
+func (s *Source) load() error {
+	cfg, err := clientcmd.BuildConfigFromFlags("", s.Config.Kubeconfig)
+	if err != nil {
+		return err
+	}
+	certs, err := certutil.ParseCertsPEM(cfg.CertData)
+	if err != nil || len(certs) == 0 {
+		return fmt.Errorf("%s holds no client certificate", s.Config.Kubeconfig)
+	}
+	if !s.now().Before(certs[0].NotAfter) {
+		return fmt.Errorf("the certificate in %s expired at %s", s.Config.Kubeconfig, certs[0].NotAfter)
+	}
+	return s.use(cfg, certs[0])
+}
+
+func (s *Source) use(cfg *rest.Config, cert *x509.Certificate) error {
+	c, err := client.New(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		return err
+	}
+	s.client, s.cert, s.server = c, cert, cfg.Host
+	s.renewAt = bootstrap.RenewAt(cert)
+	return nil
+}
+
+// seedMoved tells whether the (possibly replaced) bootstrap kubeconfig names
+// another server than the one the agent is connected to: after a migration
+// the new seed delivers a new bootstrap kubeconfig.
+func (s *Source) seedMoved() (bool, error) {
+	boot, err := clientcmd.BuildConfigFromFlags("", s.Config.BootstrapKubeconfig)
+	if err != nil {
+		return false, err
+	}
+	return s.server != "" && boot.Host != s.server, nil
+}
+
+// bootstrap gets a new certificate with the newest bootstrap kubeconfig.
+func (s *Source) bootstrap(ctx context.Context) error {
+	s.client = nil
+	boot, err := clientcmd.BuildConfigFromFlags("", s.Config.BootstrapKubeconfig)
+	if err != nil {
+		return fmt.Errorf("bootstrap kubeconfig: %w", err)
+	}
+	return s.request(ctx, boot)
+}
+
+// renew asks for a new certificate with the current one.
+func (s *Source) renew(ctx context.Context) error {
+	cfg, err := clientcmd.BuildConfigFromFlags("", s.Config.Kubeconfig)
+	if err != nil {
+		return err
+	}
+	s.Log.Info("renewing the seed certificate", "notAfter", s.cert.NotAfter)
+	return s.request(ctx, cfg)
+}
+
+func (s *Source) request(ctx context.Context, cfg *rest.Config) error {
+	duration := s.CertificateDuration
+	if duration == 0 {
+		duration = DefaultCertificateDuration
+	}
+	reqCtx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	cred, err := bootstrap.RequestCertificate(reqCtx, cfg, s.Config.Namespace, s.Name, duration)
+	if err != nil {
+		return err
+	}
+	caData := cfg.CAData
+	if len(caData) == 0 && cfg.CAFile != "" {
+		if caData, err = os.ReadFile(cfg.CAFile); err != nil {
+			return err
+		}
+	}
+	if err := bootstrap.WriteKubeconfig(s.Config.Kubeconfig, cfg.Host, caData, cred); err != nil {
+		return err
+	}
+	s.Log.Info("got a seed certificate", "server", cfg.Host, "notAfter", cred.Certificate.NotAfter)
+	seedCfg := rest.AnonymousClientConfig(cfg)
+	seedCfg.CertData, seedCfg.KeyData = cred.CertificatePEM, cred.KeyPEM
+	return s.use(seedCfg, cred.Certificate)
+}
+
+// isCredentialError tells whether the seed no longer accepts the credential
+// (revoked, another seed behind the same name, a changed CA).
+func isCredentialError(err error) bool {
+	if err == nil {
+		return false
+	}
+	var unknownAuthority x509.UnknownAuthorityError
+	return apierrors.IsUnauthorized(err) || errors.As(err, &unknownAuthority)
+}

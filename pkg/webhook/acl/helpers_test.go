@@ -1,8 +1,0 @@
-package acl_test
-
-import admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
-
-func admissionregistrationClientConfig() admissionregistrationv1.WebhookClientConfig {
-	url := "https://localhost/webhooks/acl-envoyfilter"
-	return admissionregistrationv1.WebhookClientConfig{URL: &url}
-}
