@@ -4,16 +4,19 @@
 package config
 
 import (
-	"errors"
 	"fmt"
 	"os"
 
-	kjson "sigs.k8s.io/json"
-	"sigs.k8s.io/yaml"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	agentconfigv1alpha1 "github.com/metal-firewall/gardener-extension-firewall/pkg/apis/agentconfig/v1alpha1"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/apis/agentconfig/validation"
+	"github.com/metal-firewall/gardener-extension-firewall/pkg/utils/strict"
 )
+
+// MaxBytes bounds the config file; a static source with 20,000 policy items
+// takes about 2 MiB.
+const MaxBytes = 32 << 20
 
 // Load reads, strictly decodes and validates the file at path. Unknown fields
 // are errors. The returned config has its defaults applied.
@@ -28,18 +31,11 @@ func Load(path string) (*agentconfigv1alpha1.Config, error) {
 // Parse strictly decodes and validates a configuration document.
 func Parse(data []byte) (*agentconfigv1alpha1.Config, error) {
 	cfg := &agentconfigv1alpha1.Config{}
-	// YAMLToJSONStrict refuses duplicate keys; kjson names the full path of an
-	// unknown field, which encoding/json does not.
-	js, err := yaml.YAMLToJSONStrict(data)
-	if err != nil {
-		return nil, fmt.Errorf("decoding config: %w", err)
-	}
-	strictErrs, err := kjson.UnmarshalStrict(js, cfg)
-	if err != nil {
-		return nil, fmt.Errorf("decoding config: %w", err)
-	}
-	if len(strictErrs) > 0 {
-		return nil, fmt.Errorf("decoding config: %w", errors.Join(strictErrs...))
+	if errs := strict.Decode(data, cfg, field.NewPath("config"), strict.Options{
+		MaxBytes: MaxBytes,
+		Required: "the config file is empty: it must name the sources and controllers to run",
+	}); len(errs) > 0 {
+		return nil, fmt.Errorf("decoding %w", errs.ToAggregate())
 	}
 	if cfg.Name == "" {
 		host, err := os.Hostname()

@@ -10,10 +10,9 @@ import (
 	"strings"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
-	kjson "sigs.k8s.io/json"
-	"sigs.k8s.io/yaml"
 
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/apis/acl/v1alpha1"
+	"github.com/metal-firewall/gardener-extension-firewall/pkg/utils/strict"
 )
 
 // DefaultMaxCIDRs is the largest number of CIDRs in one rule unless the operator sets another limit.
@@ -63,26 +62,21 @@ func ParseAt(raw []byte, limits Limits, fldPath *field.Path) (*Policy, field.Err
 	return Normalise(cfg), nil
 }
 
-// Decode decodes raw strictly: unknown and duplicate fields are refused.
+// MaxProviderConfigBytes bounds the providerConfig: 500 IPv6 CIDRs take
+// about 25 KiB, so this leaves room for an operator's higher CIDR limit.
+const MaxProviderConfigBytes = 512 << 10
+
+// Decode decodes raw strictly (see pkg/utils/strict): one JSON or YAML
+// document, no unknown, duplicate or wrongly cased fields.
 func Decode(raw []byte, fldPath *field.Path) (*v1alpha1.ExtensionConfig, field.ErrorList) {
-	if len(strings.TrimSpace(string(raw))) == 0 {
-		return nil, field.ErrorList{field.Required(fldPath, "an acl extension needs a providerConfig with a rule")}
-	}
-	data, err := yaml.YAMLToJSONStrict(raw)
-	if err != nil {
-		return nil, field.ErrorList{field.Invalid(fldPath, string(raw), fmt.Sprintf("not valid JSON or YAML: %v", err))}
-	}
 	cfg := &v1alpha1.ExtensionConfig{}
-	strictErrs, err := kjson.UnmarshalStrict(data, cfg, kjson.DisallowDuplicateFields, kjson.DisallowUnknownFields)
-	if err != nil {
-		return nil, field.ErrorList{field.Invalid(fldPath, string(raw), fmt.Sprintf("cannot be decoded: %v", err))}
+	if errs := strict.Decode(raw, cfg, fldPath, strict.Options{
+		MaxBytes: MaxProviderConfigBytes,
+		Required: "an acl extension needs a providerConfig with a rule",
+	}); len(errs) > 0 {
+		return nil, errs
 	}
-	var errs field.ErrorList
-	for _, e := range strictErrs {
-		// The messages name the JSON path, e.g. `unknown field "rule.port"`.
-		errs = append(errs, field.Invalid(fldPath, string(raw), e.Error()))
-	}
-	return cfg, errs
+	return cfg, nil
 }
 
 // ValidateExtensionConfig validates a decoded providerConfig.

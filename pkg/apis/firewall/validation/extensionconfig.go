@@ -1,16 +1,17 @@
 package validation
 
 import (
-	"bytes"
-	"encoding/json"
-
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	firewallv1alpha1 "github.com/metal-firewall/gardener-extension-firewall/pkg/apis/firewall/v1alpha1"
+	"github.com/metal-firewall/gardener-extension-firewall/pkg/utils/strict"
 )
 
+// MaxProviderConfigBytes bounds a `firewall` providerConfig.
+const MaxProviderConfigBytes = 256 << 10
+
 // DecodeFirewallExtensionConfig decodes a `firewall` extension's
-// providerConfig strictly and validates it; errors are under `providerConfig`.
+// providerConfig strictly (see pkg/utils/strict) and validates it; errors are under `providerConfig`.
 func DecodeFirewallExtensionConfig(raw []byte) (*firewallv1alpha1.FirewallExtensionConfig, error) {
 	cfg, errs := DecodeFirewallExtensionConfigAt(raw, field.NewPath("providerConfig"))
 	return cfg, errs.ToAggregate()
@@ -19,14 +20,12 @@ func DecodeFirewallExtensionConfig(raw []byte) (*firewallv1alpha1.FirewallExtens
 // DecodeFirewallExtensionConfigAt is DecodeFirewallExtensionConfig with the
 // errors under fldPath, e.g. spec.extensions[2].providerConfig of a Shoot.
 func DecodeFirewallExtensionConfigAt(raw []byte, fldPath *field.Path) (*firewallv1alpha1.FirewallExtensionConfig, field.ErrorList) {
-	if len(bytes.TrimSpace(raw)) == 0 {
-		return nil, field.ErrorList{field.Required(fldPath, "size, image, partition, project and networks are required")}
-	}
 	cfg := &firewallv1alpha1.FirewallExtensionConfig{}
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(cfg); err != nil {
-		return nil, field.ErrorList{field.Invalid(fldPath, string(raw), err.Error())}
+	if errs := strict.Decode(raw, cfg, fldPath, strict.Options{
+		MaxBytes: MaxProviderConfigBytes,
+		Required: "size, image, partition, project and networks are required",
+	}); len(errs) > 0 {
+		return nil, errs
 	}
 	if errs := ValidateFirewallExtensionConfig(cfg, fldPath); len(errs) > 0 {
 		return nil, errs
