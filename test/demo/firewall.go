@@ -11,8 +11,9 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 
 	firewallv1alpha1 "github.com/metal-firewall/gardener-extension-firewall/pkg/apis/firewall/v1alpha1"
+	"github.com/metal-firewall/gardener-extension-firewall/pkg/utils/netns"
 	"github.com/metal-firewall/gardener-extension-firewall/test/framework"
-	"github.com/metal-firewall/gardener-extension-firewall/test/netns"
+	"github.com/metal-firewall/gardener-extension-firewall/test/roottest"
 )
 
 // firewallConfig is the shoot's firewall providerConfig; the local provider
@@ -104,7 +105,7 @@ func (d *demo) forward(ctx context.Context, host string) error {
 	if err != nil {
 		return err
 	}
-	return (&netns.NS{Name: d.machine.NetNS}).ForwardLoopback(ctx, port)
+	return roottest.ForwardLoopback(ctx, &netns.NS{Name: d.machine.NetNS}, port)
 }
 
 // waitForConnected waits until the seed holds exactly one Firewall for the

@@ -9,7 +9,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/metal-firewall/gardener-extension-firewall/test/netns"
+	"github.com/metal-firewall/gardener-extension-firewall/pkg/utils/netns"
 )
 
 // PortOf is the port of a URL such as a rest.Config's Host.

@@ -1,44 +1,34 @@
-// Package netns creates Linux network namespaces and veth links for tests that
-// send real packets (root only). Namespaces are named, so `ip netns exec NAME ...`
-// works on them too, and every test removes what it created.
+// Package netns creates named Linux network namespaces and veth links with
+// iproute2 (root only): the local machine provider builds its firewall
+// machines with it, and the tests their hosts. Namespaces are named, so
+// `ip netns exec NAME ...` works on them too.
 package netns
 
 import (
 	"bytes"
-	"context"
 	"fmt"
-	"io"
-	"net"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"runtime"
-	"strconv"
 	"strings"
 
 	"golang.org/x/sys/unix"
 )
 
-// IsRoot tells whether the process may create namespaces. The Makefile runs the
-// netns tests as root in CI; a suite must fail, not skip, when RequireRoot is set.
-func IsRoot() bool { return os.Geteuid() == 0 }
-
-// RequireRootEnv, when "true", turns a missing root into a failure instead of a skip,
-// so CI cannot pass with the packet tests silently left out.
-const RequireRootEnv = "REQUIRE_ROOT_TESTS"
-
-// SkipReason returns why root tests cannot run here, "" when they can. With
-// REQUIRE_ROOT_TESTS=true it returns "" and lets the tests fail loudly instead.
-func SkipReason() string {
-	if IsRoot() || os.Getenv(RequireRootEnv) == "true" {
-		return ""
-	}
-	return "needs root to create network namespaces"
-}
-
 // NS is a named network namespace.
 type NS struct {
 	Name string
 }
+
+// Exists tells whether a named namespace exists.
+func Exists(name string) bool {
+	_, err := os.Stat(filepath.Join(Dir, name))
+	return err == nil
+}
+
+// Dir holds the bind-mounted files of named namespaces.
+const Dir = "/var/run/netns"
 
 // New creates a network namespace with loopback up.
 func New(name string) (*NS, error) {
@@ -57,7 +47,7 @@ func New(name string) (*NS, error) {
 func (n *NS) Delete() error { return ip("netns", "delete", n.Name) }
 
 // Path is the bind-mounted namespace file, usable with setns(2).
-func (n *NS) Path() string { return "/var/run/netns/" + n.Name }
+func (n *NS) Path() string { return filepath.Join(Dir, n.Name) }
 
 // IP runs `ip ARGS` inside the namespace.
 func (n *NS) IP(args ...string) error {
@@ -134,46 +124,7 @@ func (n *NS) EnableForwarding() error {
 func ip(args ...string) error {
 	out, err := exec.Command("ip", args...).CombinedOutput()
 	if err != nil {
-		return fmt.Errorf("ip %s: %w: %s", strings.Join(args, " "), err, out)
+		return fmt.Errorf("ip %s: %w: %s", strings.Join(args, " "), err, strings.TrimSpace(string(out)))
 	}
-	return nil
-}
-
-// ForwardLoopback makes 127.0.0.1:port inside the namespace reach
-// 127.0.0.1:port of the host, the way a firewall machine reaches its seed:
-// a kube-apiserver started for a test listens on the host's loopback only,
-// and its certificate names 127.0.0.1. It runs until ctx is done.
-func (n *NS) ForwardLoopback(ctx context.Context, port int) error {
-	var l net.Listener
-	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
-	if err := n.Do(func() (err error) {
-		l, err = net.Listen("tcp", addr)
-		return err
-	}); err != nil {
-		return fmt.Errorf("listening on %s in netns %s: %w", addr, n.Name, err)
-	}
-	go func() {
-		<-ctx.Done()
-		_ = l.Close()
-	}()
-	go func() {
-		for {
-			in, err := l.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer func() { _ = in.Close() }()
-				// Dialled from an ordinary goroutine: the host's namespace.
-				out, err := net.Dial("tcp", addr)
-				if err != nil {
-					return
-				}
-				defer func() { _ = out.Close() }()
-				go func() { _, _ = io.Copy(out, in) }()
-				_, _ = io.Copy(in, out)
-			}()
-		}
-	}()
 	return nil
 }

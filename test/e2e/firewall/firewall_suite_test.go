@@ -12,7 +12,7 @@ import (
 
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/controller/manager/machine"
 	"github.com/metal-firewall/gardener-extension-firewall/test/framework"
-	"github.com/metal-firewall/gardener-extension-firewall/test/netns"
+	"github.com/metal-firewall/gardener-extension-firewall/test/roottest"
 	"github.com/metal-firewall/gardener-extension-firewall/test/testenv"
 )
 
@@ -25,7 +25,7 @@ func TestFirewallE2E(t *testing.T) {
 var agentBinary string
 
 var _ = BeforeSuite(func() {
-	if reason := netns.SkipReason(); reason != "" {
+	if reason := roottest.SkipReason(); reason != "" {
 		Skip(reason)
 	}
 	// CI runs the suites in parallel on two cores: give the real components time.

@@ -18,8 +18,9 @@ import (
 
 	firewallv1alpha1 "github.com/metal-firewall/gardener-extension-firewall/pkg/apis/firewall/v1alpha1"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/controller/manager/machine/local"
+	"github.com/metal-firewall/gardener-extension-firewall/pkg/utils/netns"
 	"github.com/metal-firewall/gardener-extension-firewall/test/framework"
-	"github.com/metal-firewall/gardener-extension-firewall/test/netns"
+	"github.com/metal-firewall/gardener-extension-firewall/test/roottest"
 )
 
 // The whole firewall job on one host: a real seed, the extension with the
@@ -61,7 +62,7 @@ var _ = Describe("Firewall extension end to end", func() {
 		machineNetNS := waitForMachine(ctx, stateDir).NetNS
 		fwdCtx, stopForward := context.WithCancel(context.Background())
 		DeferCleanup(stopForward)
-		Expect((&netns.NS{Name: machineNetNS}).ForwardLoopback(fwdCtx, portOf(seed.Config.Host))).To(Succeed())
+		Expect(roottest.ForwardLoopback(fwdCtx, &netns.NS{Name: machineNetNS}, portOf(seed.Config.Host))).To(Succeed())
 
 		By("the agent bootstraps its certificate and reports in: the Firewall turns Ready")
 		Eventually(func(g Gomega) {

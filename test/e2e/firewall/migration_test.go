@@ -24,8 +24,9 @@ import (
 	firewallv1alpha1 "github.com/metal-firewall/gardener-extension-firewall/pkg/apis/firewall/v1alpha1"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/constants"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/controller/manager/machine/local"
+	"github.com/metal-firewall/gardener-extension-firewall/pkg/utils/netns"
 	"github.com/metal-firewall/gardener-extension-firewall/test/framework"
-	"github.com/metal-firewall/gardener-extension-firewall/test/netns"
+	"github.com/metal-firewall/gardener-extension-firewall/test/roottest"
 	"github.com/metal-firewall/gardener-extension-firewall/test/testenv"
 )
 
@@ -119,7 +120,7 @@ var _ = Describe("Control plane migration end to end", func() {
 		fwdCtx, stopForward := context.WithCancel(context.Background())
 		DeferCleanup(stopForward)
 		for _, cp := range []*testenv.ControlPlane{seedA, seedB, shoot} {
-			Expect((&netns.NS{Name: rec.NetNS}).ForwardLoopback(fwdCtx, portOf(cp.Config.Host))).To(Succeed())
+			Expect(roottest.ForwardLoopback(fwdCtx, &netns.NS{Name: rec.NetNS}, portOf(cp.Config.Host))).To(Succeed())
 		}
 
 		connectedIn := func(c client.Client) func(Gomega) {

@@ -10,7 +10,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
-	"github.com/metal-firewall/gardener-extension-firewall/test/netns"
+	"github.com/metal-firewall/gardener-extension-firewall/test/roottest"
 )
 
 func TestAgent(t *testing.T) {
@@ -22,7 +22,7 @@ func TestAgent(t *testing.T) {
 var binary string
 
 var _ = BeforeSuite(func() {
-	if reason := netns.SkipReason(); reason != "" {
+	if reason := roottest.SkipReason(); reason != "" {
 		Skip(reason)
 	}
 	for _, tool := range []string{"ip", "nft"} {

@@ -24,7 +24,7 @@ import (
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/firewall/metrics/metricstest"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/firewall/nftables"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/firewall/ruleset"
-	"github.com/metal-firewall/gardener-extension-firewall/test/netns"
+	"github.com/metal-firewall/gardener-extension-firewall/pkg/utils/netns"
 )
 
 // configYAML allows egress to the outside host on 8080 (v4 and v6) and ingress

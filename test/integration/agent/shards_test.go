@@ -15,7 +15,7 @@ import (
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/firewall/agent"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/firewall/nftables"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/firewall/ruleset"
-	"github.com/metal-firewall/gardener-extension-firewall/test/netns"
+	"github.com/metal-firewall/gardener-extension-firewall/pkg/utils/netns"
 )
 
 var _ = Describe("firewall agent with its ranges spread over many shards", func() {

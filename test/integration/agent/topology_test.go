@@ -12,7 +12,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
-	"github.com/metal-firewall/gardener-extension-firewall/test/netns"
+	"github.com/metal-firewall/gardener-extension-firewall/pkg/utils/netns"
 )
 
 // topology is node (10.0.1.2, fd00:1::2) | firewall (forwarding) | outside

@@ -10,7 +10,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
-	"github.com/metal-firewall/gardener-extension-firewall/test/netns"
+	"github.com/metal-firewall/gardener-extension-firewall/test/roottest"
 	"github.com/metal-firewall/gardener-extension-firewall/test/testenv"
 )
 
@@ -25,7 +25,7 @@ var agentBinary string
 var _ = BeforeSuite(func() {
 	// CI runs the suites in parallel on two cores: give the real components time.
 	SetDefaultEventuallyTimeout(30 * time.Second)
-	if reason := netns.SkipReason(); reason != "" {
+	if reason := roottest.SkipReason(); reason != "" {
 		Skip(reason)
 	}
 	dir := GinkgoT().TempDir()

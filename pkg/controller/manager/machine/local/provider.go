@@ -26,6 +26,7 @@ import (
 	agentconfigv1alpha1 "github.com/metal-firewall/gardener-extension-firewall/pkg/apis/agentconfig/v1alpha1"
 	firewallv1alpha1 "github.com/metal-firewall/gardener-extension-firewall/pkg/apis/firewall/v1alpha1"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/controller/manager/machine"
+	"github.com/metal-firewall/gardener-extension-firewall/pkg/utils/netns"
 )
 
 // Options configure the local provider.
@@ -141,7 +142,7 @@ func (p *Provider) read(id string) (*record, error) {
 func (p *Provider) machine(rec *record) *machine.Machine {
 	m := &machine.Machine{ID: rec.ID, Name: rec.Name, Tags: rec.Tags, AllocatedAt: rec.AllocatedAt}
 	switch {
-	case !netnsExists(rec.NetNS):
+	case !netns.Exists(rec.NetNS):
 		m.Message = "network namespace " + rec.NetNS + " is gone"
 	case !p.agentRunning(rec):
 		m.Message = "firewall-agent is not running, see " + filepath.Join(p.dir(rec.ID), "agent.log")
@@ -206,35 +207,27 @@ func (p *Provider) Create(_ context.Context, fw *firewallv1alpha1.Firewall, user
 
 // network creates the machine's namespace with int0 and ext0; their peers
 // are named fw<id>i and fw<id>e in the internal and external namespaces.
-func (p *Provider) network(ns, short string) error {
+func (p *Provider) network(name, short string) error {
+	outside := map[string]*netns.NS{}
 	for _, n := range []string{p.opts.InternalNetNS, p.opts.ExternalNetNS} {
-		if !netnsExists(n) {
-			if err := run("ip", "netns", "add", n); err != nil {
-				return err
-			}
-			if err := run("ip", "-n", n, "link", "set", "lo", "up"); err != nil {
+		outside[n] = &netns.NS{Name: n}
+		if !netns.Exists(n) {
+			if _, err := netns.New(n); err != nil {
 				return err
 			}
 		}
 	}
-	steps := [][]string{
-		{"ip", "netns", "add", ns},
-		{"ip", "-n", ns, "link", "set", "lo", "up"},
-		{"ip", "-n", ns, "link", "add", "int0", "type", "veth", "peer", "name", "fw" + short + "i", "netns", p.opts.InternalNetNS},
-		{"ip", "-n", ns, "link", "add", "ext0", "type", "veth", "peer", "name", "fw" + short + "e", "netns", p.opts.ExternalNetNS},
-		{"ip", "-n", ns, "link", "set", "int0", "up"},
-		{"ip", "-n", ns, "link", "set", "ext0", "up"},
-		{"ip", "-n", p.opts.InternalNetNS, "link", "set", "fw" + short + "i", "up"},
-		{"ip", "-n", p.opts.ExternalNetNS, "link", "set", "fw" + short + "e", "up"},
-		{"ip", "netns", "exec", ns, "sysctl", "-q", "-w", "net.ipv4.ip_forward=1"},
-		{"ip", "netns", "exec", ns, "sysctl", "-q", "-w", "net.ipv6.conf.all.forwarding=1"},
+	ns, err := netns.New(name)
+	if err != nil {
+		return err
 	}
-	for _, s := range steps {
-		if err := run(s[0], s[1:]...); err != nil {
-			return err
-		}
+	if err := netns.Veth(ns, "int0", "", outside[p.opts.InternalNetNS], "fw"+short+"i", ""); err != nil {
+		return err
 	}
-	return nil
+	if err := netns.Veth(ns, "ext0", "", outside[p.opts.ExternalNetNS], "fw"+short+"e", ""); err != nil {
+		return err
+	}
+	return ns.EnableForwarding()
 }
 
 // startAgent runs the agent chrooted into the machine's root inside its
@@ -301,17 +294,12 @@ func (p *Provider) destroy(rec *record) error {
 			_ = syscall.Kill(-rec.PID, syscall.SIGKILL)
 		}
 	}
-	if netnsExists(rec.NetNS) {
-		if err := run("ip", "netns", "delete", rec.NetNS); err != nil {
+	if netns.Exists(rec.NetNS) {
+		if err := (&netns.NS{Name: rec.NetNS}).Delete(); err != nil {
 			return err
 		}
 	}
 	return os.RemoveAll(p.dir(rec.ID))
-}
-
-func netnsExists(name string) bool {
-	_, err := os.Stat(filepath.Join("/var/run/netns", name))
-	return err == nil
 }
 
 // writeFiles writes userdata below root, refusing paths that escape it.
@@ -350,12 +338,4 @@ func copyFile(src, dest string, mode os.FileMode) error {
 		return err
 	}
 	return out.Close()
-}
-
-func run(name string, args ...string) error {
-	out, err := exec.Command(name, args...).CombinedOutput()
-	if err != nil {
-		return fmt.Errorf("%s %s: %w: %s", name, strings.Join(args, " "), err, strings.TrimSpace(string(out)))
-	}
-	return nil
 }
