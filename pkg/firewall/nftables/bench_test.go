@@ -15,7 +15,8 @@ import (
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/firewall/nftables"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/firewall/ruleset"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/firewall/ruleset/rulesettest"
-	"github.com/metal-firewall/gardener-extension-firewall/test/netns"
+	"github.com/metal-firewall/gardener-extension-firewall/pkg/utils/netns"
+	"github.com/metal-firewall/gardener-extension-firewall/test/roottest"
 )
 
 // The benchmarks need root (a network namespace per run) and skip otherwise.
@@ -26,7 +27,7 @@ var benchSizes = []int{100, 1000, 5000, 20000}
 
 func benchNS(tb testing.TB) *netns.NS {
 	tb.Helper()
-	if !netns.IsRoot() {
+	if !roottest.IsRoot() {
 		tb.Skip("needs root to create network namespaces")
 	}
 	ns, err := netns.New(fmt.Sprintf("fwa-bench-%d-%d", os.Getpid(), time.Now().UnixNano()%1e9))

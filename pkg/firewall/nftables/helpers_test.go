@@ -9,12 +9,13 @@ import (
 
 	fwv1alpha1 "github.com/metal-firewall/gardener-extension-firewall/pkg/apis/firewall/v1alpha1"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/firewall/ruleset/rulesettest"
-	"github.com/metal-firewall/gardener-extension-firewall/test/netns"
+	"github.com/metal-firewall/gardener-extension-firewall/pkg/utils/netns"
+	"github.com/metal-firewall/gardener-extension-firewall/test/roottest"
 )
 
 // newNS creates a uniquely named namespace that is removed after the spec.
 func newNS(prefix string) *netns.NS {
-	if reason := netns.SkipReason(); reason != "" {
+	if reason := roottest.SkipReason(); reason != "" {
 		Skip(reason)
 	}
 	ns, err := netns.New(fmt.Sprintf("%s-%d-%d", prefix, os.Getpid(), GinkgoParallelProcess()*1000+int(nextID())))
