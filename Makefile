@@ -101,6 +101,7 @@ $(CONTROLLER_GEN):
 .PHONY: check
 check: $(GOLANGCI_LINT)
 	@hack/check-tracked-files.sh
+	@hack/check-imports.sh
 	@unformatted="$$(gofmt -l $$(git ls-files '*.go'))"; \
 	  if [ -n "$$unformatted" ]; then echo "gofmt needed:"; echo "$$unformatted"; exit 1; fi
 	go vet ./...
