@@ -9,13 +9,14 @@ import (
 	"sync"
 
 	extensionsv1alpha1 "github.com/gardener/gardener/pkg/apis/extensions/v1alpha1"
-	"github.com/gardener/gardener/pkg/client/kubernetes"
-	"github.com/gardener/gardener/pkg/utils/managedresources"
 
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/acl/envoy"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/acl/providerstatus"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/constants"
 )
+
+// maxSharedEnvoyFilterBytes keeps the shared EnvoyFilter below etcd's default request limit (1.5 MiB).
+const maxSharedEnvoyFilterBytes = 1400 << 10
 
 // sharedRebuilds coalesces the rebuilds of the shared filters. A rebuild lists every acl
 // Extension and renders one object for all of a gateway's ACL shoots, so its cost grows with the
@@ -104,10 +105,7 @@ func (a *actuator) rebuildShared(ctx context.Context, namespaces []string) error
 			}
 		}
 		if len(shoots) == 0 {
-			if err := managedresources.DeleteForSeed(ctx, a.client, ns, constants.ACLSharedManagedResourceName); err != nil {
-				return err
-			}
-			if err := a.deleteManagedResourceSecrets(ctx, ns, constants.ACLSharedManagedResourceName); err != nil {
+			if err := newEnvoyFilters(a.client, ns, constants.ACLSharedManagedResourceName).Destroy(ctx); err != nil {
 				return err
 			}
 			continue
@@ -125,12 +123,7 @@ func (a *actuator) rebuildShared(ctx context.Context, namespaces []string) error
 			return fmt.Errorf("the shared EnvoyFilter %s/%s would be %d bytes for %d ACL shoots, more than %d: lower the CIDR limit or spread the shoots over ingress gateways",
 				ns, ef.Name, len(raw), len(shoots), maxSharedEnvoyFilterBytes)
 		}
-		registry := managedresources.NewRegistry(kubernetes.SeedScheme, kubernetes.SeedCodec, kubernetes.SeedSerializer)
-		data, err := registry.AddAllAndSerialize(ef)
-		if err != nil {
-			return err
-		}
-		if err := managedresources.CreateForSeed(ctx, a.client, ns, constants.ACLSharedManagedResourceName, false, data); err != nil {
+		if err := newEnvoyFilters(a.client, ns, constants.ACLSharedManagedResourceName, ef).Deploy(ctx); err != nil {
 			return fmt.Errorf("deploying the shared EnvoyFilter in %s: %w", ns, err)
 		}
 	}

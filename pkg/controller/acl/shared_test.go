@@ -3,10 +3,11 @@ package acl
 import (
 	"context"
 	"errors"
-	"testing"
 
 	extensionsv1alpha1 "github.com/gardener/gardener/pkg/apis/extensions/v1alpha1"
 	resourcesv1alpha1 "github.com/gardener/gardener/pkg/apis/resources/v1alpha1"
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -41,53 +42,40 @@ func aclExtension(namespace, ingressNamespace string) *extensionsv1alpha1.Extens
 	return ex
 }
 
-func sharedExists(t *testing.T, a *actuator, namespace string) bool {
-	t.Helper()
+func sharedExists(a *actuator, namespace string) bool {
 	err := a.client.Get(context.Background(), client.ObjectKey{Namespace: namespace, Name: constants.ACLSharedManagedResourceName}, &resourcesv1alpha1.ManagedResource{})
 	return err == nil
 }
 
-func TestSharedRebuildsCoalesce(t *testing.T) {
-	a := newTestActuator(t, Config{}, aclExtension("shoot--p--a", "istio-ingress"), aclExtension("shoot--p--b", "istio-ingress--zone-b"))
-	g := &gatedReader{Reader: a.reader, entered: make(chan struct{}), release: make(chan struct{})}
-	a.reader = g
+var _ = Describe("shared rebuilds", func() {
+	It("coalesce: a rebuild that is running takes the namespaces of the callers meanwhile", func() {
+		a := newTestActuator(Config{}, aclExtension("shoot--p--a", "istio-ingress"), aclExtension("shoot--p--b", "istio-ingress--zone-b"))
+		g := &gatedReader{Reader: a.reader, entered: make(chan struct{}), release: make(chan struct{})}
+		a.reader = g
 
-	done := make(chan error)
-	go func() { done <- a.reconcileShared(context.Background(), []string{"istio-ingress"}) }()
-	<-g.entered
-	// A rebuild is running: this call leaves its namespace to it and returns at once.
-	if err := a.reconcileShared(context.Background(), []string{"istio-ingress--zone-b"}); err != nil {
-		t.Fatal(err)
-	}
-	if sharedExists(t, a, "istio-ingress--zone-b") {
-		t.Fatal("the coalesced namespace was rebuilt by the second caller")
-	}
-	close(g.release)
-	if err := <-done; err != nil {
-		t.Fatal(err)
-	}
-	if !sharedExists(t, a, "istio-ingress") || !sharedExists(t, a, "istio-ingress--zone-b") {
-		t.Fatal("the running rebuild did not take the pending namespace")
-	}
-	if g.lists != 2 {
-		t.Fatalf("want two rounds (each lists once), got %d", g.lists)
-	}
-}
+		done := make(chan error)
+		go func() { done <- a.reconcileShared(context.Background(), []string{"istio-ingress"}) }()
+		<-g.entered
+		// A rebuild is running: this call leaves its namespace to it and returns at once.
+		Expect(a.reconcileShared(context.Background(), []string{"istio-ingress--zone-b"})).To(Succeed())
+		Expect(sharedExists(a, "istio-ingress--zone-b")).To(BeFalse(), "the coalesced namespace was rebuilt by the second caller")
+		close(g.release)
+		Expect(<-done).To(Succeed())
+		Expect(sharedExists(a, "istio-ingress")).To(BeTrue(), "the running rebuild did its own namespace")
+		Expect(sharedExists(a, "istio-ingress--zone-b")).To(BeTrue(), "the running rebuild did not take the pending namespace")
+		Expect(g.lists).To(Equal(2), "two rounds, each lists once")
+	})
 
-func TestSharedRebuildKeepsFailedNamespacesPending(t *testing.T) {
-	a := newTestActuator(t, Config{}, aclExtension("shoot--p--a", "istio-ingress"))
-	g := &gatedReader{Reader: a.reader, entered: make(chan struct{}), release: make(chan struct{}), fail: true}
-	close(g.release)
-	a.reader = g
-	if err := a.reconcileShared(context.Background(), []string{"istio-ingress"}); err == nil {
-		t.Fatal("the failed rebuild must be reported to its caller, whose retry does it again")
-	}
-	g.fail = false
-	// The next reconciliation of any shoot, for any namespace, rebuilds the failed one too.
-	if err := a.reconcileShared(context.Background(), []string{"istio-ingress--other"}); err != nil {
-		t.Fatal(err)
-	}
-	if !sharedExists(t, a, "istio-ingress") {
-		t.Fatal("the failed namespace was dropped")
-	}
-}
+	It("keep the namespaces of a failed rebuild pending", func() {
+		a := newTestActuator(Config{}, aclExtension("shoot--p--a", "istio-ingress"))
+		g := &gatedReader{Reader: a.reader, entered: make(chan struct{}), release: make(chan struct{}), fail: true}
+		close(g.release)
+		a.reader = g
+		Expect(a.reconcileShared(context.Background(), []string{"istio-ingress"})).NotTo(Succeed(),
+			"the failed rebuild must be reported to its caller, whose retry does it again")
+		g.fail = false
+		// The next reconciliation of any shoot, for any namespace, rebuilds the failed one too.
+		Expect(a.reconcileShared(context.Background(), []string{"istio-ingress--other"})).To(Succeed())
+		Expect(sharedExists(a, "istio-ingress")).To(BeTrue(), "the failed namespace was dropped")
+	})
+})

@@ -4,18 +4,14 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
-	"errors"
 	"fmt"
 	"log/slog"
 	"os"
 	"time"
 
-	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	agentconfigv1alpha1 "github.com/metal-firewall/gardener-extension-firewall/pkg/apis/agentconfig/v1alpha1"
-	fwv1alpha1 "github.com/metal-firewall/gardener-extension-firewall/pkg/apis/firewall/v1alpha1"
-	"github.com/metal-firewall/gardener-extension-firewall/pkg/firewall/bootstrap"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/firewall/config"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/firewall/metrics"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/firewall/nftables"
@@ -279,151 +275,4 @@ func (a *Agent) ready(cfg *agentconfigv1alpha1.Config) bool {
 // *nftables.Programmer is one.
 type tableChecker interface {
 	TableExists(name string) (bool, error)
-}
-
-// syncSources reads the Firewall from the seed and the policies from the
-// shoot, re-applies when either changed, and reports back: the heartbeat to
-// the seed, each policy's state and the FirewallMonitor to the shoot. Losing
-// a source keeps the ruleset in force; a failed apply is retried next time.
-func (a *Agent) syncSources(ctx context.Context, src *seedsource.Source, cfg *agentconfigv1alpha1.Config) {
-	previous, previousPolicies, previousServices := a.in, a.policiesRead, a.servicesRead
-	changed := false
-
-	var fw *fwv1alpha1.Firewall
-	if src != nil {
-		var err error
-		fw, err = src.Firewall(ctx)
-		if err != nil && a.takeDeliveredBootstrap(ctx, src) {
-			fw, err = src.Firewall(ctx)
-		}
-		a.Metrics.ObserveSource(metrics.SourceSeed, err)
-		if err != nil {
-			a.Log.Error("reading the Firewall from the seed; the ruleset in force stays", "error", err)
-			fw = nil
-		} else {
-			a.refreshShootKubeconfig(ctx, src, cfg)
-			if spec := fw.Spec.FirewallTrafficSpec; a.in.Seed == nil || !equality.Semantic.DeepEqual(*a.in.Seed, spec) {
-				a.in.Seed, changed = &spec, true
-			}
-		}
-	}
-
-	var (
-		policies    []fwv1alpha1.ClusterwideNetworkPolicy
-		statuses    []fwv1alpha1.PolicyStatus
-		policiesErr error
-		shootErr    error
-	)
-	if usesShoot(cfg) && a.shoot == nil {
-		// sources are set up once, at start.
-		shootErr = errors.New("the config reads the shoot, which was not configured when the agent started: restart the agent")
-		policiesErr = shootErr
-		a.Log.Error("not reading the shoot; the ruleset in force stays", "error", shootErr)
-	} else if policiesFromShoot(cfg) {
-		policies, policiesErr = a.shoot.Policies(ctx)
-		shootErr = policiesErr
-		if policiesErr != nil {
-			a.Log.Error("reading the policies from the shoot; the ruleset in force stays", "error", policiesErr)
-		} else {
-			var specs []*fwv1alpha1.PolicySpec
-			specs, statuses = checkedPolicies(policies)
-			if !a.policiesRead || !equality.Semantic.DeepEqual(specs, a.in.ShootPolicies) {
-				a.in.ShootPolicies, a.policiesRead, changed = specs, true, true
-			}
-		}
-	}
-
-	if servicesFromShoot(cfg) && a.shoot != nil {
-		services, err := a.shoot.LoadBalancers(ctx)
-		if err != nil {
-			a.Log.Error("reading the Services from the shoot; the ruleset in force stays", "error", err)
-			if shootErr == nil {
-				shootErr = err
-			}
-		} else if allows := serviceAllows(services, a.Log); !a.servicesRead || !sameAllows(allows, a.in.Services) {
-			a.in.Services, a.servicesRead, changed = allows, true, true
-		}
-	}
-
-	if usesShoot(cfg) {
-		a.Metrics.ObserveSource(metrics.SourceShoot, shootErr)
-	}
-	var applyErr error
-	if changed && a.ready(cfg) {
-		if applyErr = a.applyLogged(cfg, "sources changed"); applyErr != nil {
-			a.in, a.policiesRead, a.servicesRead = previous, previousPolicies, previousServices
-		}
-	}
-	message := ""
-	if applyErr != nil {
-		message = applyErr.Error()
-	}
-	if usesShoot(cfg) && shootErr == nil && applyErr == nil && a.ready(cfg) {
-		a.lastShootRun = &metav1.Time{Time: time.Now()}
-	}
-	if fw != nil {
-		if err := src.Heartbeat(ctx, fw, message, a.lastShootRun); err != nil {
-			a.Log.Error("writing the heartbeat", "error", err)
-		}
-	}
-	if policiesErr == nil && applyErr == nil && a.ready(cfg) {
-		for i := range policies {
-			if err := a.shoot.ReportPolicy(ctx, &policies[i], statuses[i]); err != nil {
-				a.Log.Error("reporting a policy's state", "policy", policies[i].Name, "error", err)
-			}
-		}
-	}
-	if c := cfg.Controllers.Monitor; c != nil && c.Source == agentconfigv1alpha1.SourceShoot && a.shoot != nil {
-		a.writeMonitor(ctx, cfg, src != nil, fw, shootErr, message)
-	}
-}
-
-// refreshShootKubeconfig keeps the shoot kubeconfig on disk as fresh as the
-// TokenRequestor keeps it in the seed: when the seed goes away (migration),
-// the shoot must still be reachable with a valid token.
-func (a *Agent) refreshShootKubeconfig(ctx context.Context, src *seedsource.Source, cfg *agentconfigv1alpha1.Config) {
-	if a.shoot == nil || cfg.Sources.Shoot.AccessSecret == "" {
-		return
-	}
-	secret, err := src.Secret(ctx, cfg.Sources.Shoot.AccessSecret)
-	if err != nil {
-		a.Log.Error("reading the shoot access secret from the seed", "secret", cfg.Sources.Shoot.AccessSecret, "error", err)
-		return
-	}
-	if err := a.shoot.Store(secret.Data[shootsource.AccessSecretKubeconfigKey]); err != nil {
-		a.Log.Error("storing the shoot kubeconfig", "error", err)
-	}
-}
-
-// takeDeliveredBootstrap looks, when the seed fails, for a bootstrap
-// kubeconfig delivered through the shoot (after a control plane migration).
-// A new one replaces the file and the agent bootstraps with it; it reports
-// whether it did.
-func (a *Agent) takeDeliveredBootstrap(ctx context.Context, src *seedsource.Source) bool {
-	if a.shoot == nil {
-		return false
-	}
-	delivered, err := a.shoot.DeliveredBootstrapKubeconfig(ctx)
-	if err != nil {
-		a.Log.Error("the seed fails and the shoot cannot be asked for a new bootstrap kubeconfig", "error", err)
-		return false
-	}
-	if delivered == nil {
-		return false
-	}
-	path := src.Config.BootstrapKubeconfig
-	// The path is sources.seed.bootstrapKubeconfig of the admin's own config file.
-	if current, err := os.ReadFile(path); err == nil && bytes.Equal(current, delivered) { //nolint:gosec // not user input
-		return false
-	}
-	if err := bootstrap.WriteSecretFile(path, delivered); err != nil {
-		a.Log.Error("writing the delivered bootstrap kubeconfig", "path", path, "error", err)
-		return false
-	}
-	a.Log.Info("a new bootstrap kubeconfig arrived through the shoot; bootstrapping with it", "path", path)
-	if err := src.Rebootstrap(ctx); err != nil {
-		a.Log.Error("bootstrapping with the delivered kubeconfig", "error", err)
-		return false
-	}
-	return true
 }

@@ -1,10 +1,15 @@
 package agent
 
 import (
+	"context"
+	"log/slog"
+
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	fwv1alpha1 "github.com/metal-firewall/gardener-extension-firewall/pkg/apis/firewall/v1alpha1"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/apis/firewall/validation"
+	"github.com/metal-firewall/gardener-extension-firewall/pkg/firewall/shootsource"
 )
 
 // checkedPolicies validates each shoot policy on its own: an invalid policy
@@ -28,4 +33,45 @@ func checkedPolicies(items []fwv1alpha1.ClusterwideNetworkPolicy) ([]*fwv1alpha1
 		specs = append(specs, p.Spec.DeepCopy())
 	}
 	return specs, statuses
+}
+
+// shootPolicies is the shoot's ClusterwideNetworkPolicies in one round: read
+// and checked one by one, and told their state once they are in force.
+type shootPolicies struct {
+	shoot    *shootsource.Source
+	items    []fwv1alpha1.ClusterwideNetworkPolicy
+	statuses []fwv1alpha1.PolicyStatus
+	// err is why the policies could not be read.
+	err error
+}
+
+// read reads the policies into the agent's inputs, leaving out the invalid
+// ones, and tells whether the valid ones changed.
+func (p *shootPolicies) read(ctx context.Context, a *Agent) bool {
+	p.shoot = a.shoot
+	p.items, p.err = a.shoot.Policies(ctx)
+	if p.err != nil {
+		a.Log.Error("reading the policies from the shoot; the ruleset in force stays", "error", p.err)
+		return false
+	}
+	var specs []*fwv1alpha1.PolicySpec
+	specs, p.statuses = checkedPolicies(p.items)
+	if !a.policiesRead || !equality.Semantic.DeepEqual(specs, a.in.ShootPolicies) {
+		a.in.ShootPolicies, a.policiesRead = specs, true
+		return true
+	}
+	return false
+}
+
+// report writes each policy's state, deployed or ignored and why, if they
+// were read.
+func (p *shootPolicies) report(ctx context.Context, log *slog.Logger) {
+	if p.err != nil {
+		return
+	}
+	for i := range p.items {
+		if err := p.shoot.ReportPolicy(ctx, &p.items[i], p.statuses[i]); err != nil {
+			log.Error("reporting a policy's state", "policy", p.items[i].Name, "error", err)
+		}
+	}
 }

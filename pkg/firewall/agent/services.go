@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"context"
 	"log/slog"
 	"net/netip"
 	"slices"
@@ -69,4 +70,26 @@ func sameAllows(a, b []ruleset.ServiceAllow) bool {
 	return slices.EqualFunc(a, b, func(x, y ruleset.ServiceAllow) bool {
 		return x.Addr == y.Addr && x.Proto == y.Proto && x.Port == y.Port && slices.Equal(x.Sources, y.Sources)
 	})
+}
+
+// shootServices is the shoot's LoadBalancer Services in one round.
+type shootServices struct {
+	// err is why the Services could not be read.
+	err error
+}
+
+// read reads the Services into the agent's inputs as allows and tells whether
+// those changed.
+func (s *shootServices) read(ctx context.Context, a *Agent) bool {
+	services, err := a.shoot.LoadBalancers(ctx)
+	if err != nil {
+		s.err = err
+		a.Log.Error("reading the Services from the shoot; the ruleset in force stays", "error", err)
+		return false
+	}
+	if allows := serviceAllows(services, a.Log); !a.servicesRead || !sameAllows(allows, a.in.Services) {
+		a.in.Services, a.servicesRead = allows, true
+		return true
+	}
+	return false
 }

@@ -1,6 +1,9 @@
 package ruleset
 
-import "strings"
+import (
+	"slices"
+	"strings"
+)
 
 // TableName is the agent's own table (family inet). The agent never touches
 // any other table.
@@ -195,4 +198,27 @@ func diffSorted[T any](have, want []T, cmp func(a, b T) int) (added, removed []T
 	removed = append(removed, have[i:]...)
 	added = append(added, want[j:]...)
 	return added, removed
+}
+
+// Elements returns the elements of the set base of the given family, collected
+// from its shards, sorted.
+func (rs *Ruleset) Elements(base string, v6 bool) []Element {
+	var out []Element
+	for _, s := range rs.Sets {
+		if s.V6 == v6 && (s.Name == SetName(base, v6) || strings.HasPrefix(s.Name, SetName(base, v6)+"_") && s.Kind.Concat()) {
+			out = append(out, s.Elements...)
+		}
+	}
+	slices.SortFunc(out, CompareElements)
+	return out
+}
+
+func addrSet(name string, v6 bool, ranges []Range) *Set {
+	s := &Set{Name: name, V6: v6, Kind: AddrSet}
+	for _, r := range ranges {
+		if r.From.Is6() == v6 {
+			s.Elements = append(s.Elements, Element{Addr: r})
+		}
+	}
+	return s
 }

@@ -1,0 +1,76 @@
+package acl
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+	"slices"
+	"strings"
+
+	extensionscontroller "github.com/gardener/gardener/extensions/pkg/controller"
+	gardencorev1beta1 "github.com/gardener/gardener/pkg/apis/core/v1beta1"
+	extensionsv1alpha1 "github.com/gardener/gardener/pkg/apis/extensions/v1alpha1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/metal-firewall/gardener-extension-firewall/pkg/acl/envoy"
+	"github.com/metal-firewall/gardener-extension-firewall/pkg/apis/acl/validation"
+)
+
+// alwaysAllowed are the CIDRs no shoot can lock out: seed nodes and pods, shoot nodes (spec and
+// status, all IP families), the shoot's egress CIDRs (shoot status and Infrastructure status) and
+// the operator's.
+func (a *actuator) alwaysAllowed(ctx context.Context, namespace string, cluster *extensionscontroller.Cluster) ([]netip.Prefix, error) {
+	var cidrs []string
+	if cluster.Seed != nil {
+		n := cluster.Seed.Spec.Networks
+		if n.Nodes != nil {
+			cidrs = append(cidrs, splitCIDRs(*n.Nodes)...)
+		}
+		cidrs = append(cidrs, splitCIDRs(n.Pods)...)
+	}
+	if cluster.Shoot != nil {
+		cidrs = append(cidrs, shootCIDRs(cluster.Shoot)...)
+	}
+	infras := &extensionsv1alpha1.InfrastructureList{}
+	if err := a.client.List(ctx, infras, client.InNamespace(namespace)); err != nil {
+		return nil, fmt.Errorf("listing Infrastructures: %w", err)
+	}
+	for _, infra := range infras.Items {
+		cidrs = append(cidrs, infra.Status.EgressCIDRs...)
+		if infra.Status.Networking != nil {
+			cidrs = append(cidrs, infra.Status.Networking.Nodes...)
+		}
+	}
+	out := slices.Clone(a.always)
+	for _, c := range cidrs {
+		p, err := validation.ParseCIDR(c)
+		if err != nil {
+			// Not the shoot owner's input: skip what Gardener or a provider wrote in a form we do not know.
+			continue
+		}
+		out = append(out, p)
+	}
+	return envoy.Merge(out), nil
+}
+
+func shootCIDRs(shoot *gardencorev1beta1.Shoot) []string {
+	var cidrs []string
+	if shoot.Spec.Networking != nil && shoot.Spec.Networking.Nodes != nil {
+		cidrs = append(cidrs, splitCIDRs(*shoot.Spec.Networking.Nodes)...)
+	}
+	if n := shoot.Status.Networking; n != nil {
+		cidrs = append(cidrs, n.Nodes...)
+		cidrs = append(cidrs, n.EgressCIDRs...)
+	}
+	return cidrs
+}
+
+func splitCIDRs(s string) []string {
+	var out []string
+	for _, c := range strings.Split(s, ",") {
+		if c = strings.TrimSpace(c); c != "" {
+			out = append(out, c)
+		}
+	}
+	return out
+}

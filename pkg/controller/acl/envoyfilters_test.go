@@ -1,0 +1,88 @@
+package acl
+
+import (
+	"context"
+	"time"
+
+	resourcesv1alpha1 "github.com/gardener/gardener/pkg/apis/resources/v1alpha1"
+	"github.com/gardener/gardener/pkg/utils/managedresources"
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	. "github.com/onsi/gomega/gstruct"
+	istionetworkingv1alpha3 "istio.io/client-go/pkg/apis/networking/v1alpha3"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+var _ = Describe("envoyFilters", func() {
+	const namespace, name = "shoot--p--a", "extension-acl"
+	var (
+		ctx context.Context
+		a   *actuator
+	)
+	filter := func(ns string) *istionetworkingv1alpha3.EnvoyFilter {
+		return &istionetworkingv1alpha3.EnvoyFilter{ObjectMeta: metav1.ObjectMeta{Name: "acl-" + namespace, Namespace: ns}}
+	}
+	secret := func(name string) *corev1.Secret {
+		return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace}}
+	}
+	exists := func(obj client.Object) bool {
+		return a.client.Get(ctx, client.ObjectKeyFromObject(obj), obj) == nil
+	}
+
+	BeforeEach(func() {
+		ctx = context.Background()
+		a = newTestActuator(Config{},
+			// A data Secret of an earlier version of the ManagedResource, and one of another.
+			secret("managedresource-"+name+"-0ld"), secret("managedresource-other-0ld"))
+	})
+
+	It("deploys the filters as one seed ManagedResource", func() {
+		Expect(newEnvoyFilters(a.client, namespace, name, filter("istio-ingress"), filter("istio-ingress--zone-b")).Deploy(ctx)).To(Succeed())
+
+		mr := &resourcesv1alpha1.ManagedResource{}
+		Expect(a.client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, mr)).To(Succeed())
+		Expect(mr.Spec.Class).To(PointTo(Equal("seed")), "the seed's gardener-resource-manager applies it")
+		objects, err := managedresources.GetObjects(ctx, a.client, namespace, name)
+		Expect(err).NotTo(HaveOccurred())
+		var keys []string
+		for _, o := range objects {
+			keys = append(keys, client.ObjectKeyFromObject(o).String())
+		}
+		Expect(keys).To(ConsistOf("istio-ingress/acl-"+namespace, "istio-ingress--zone-b/acl-"+namespace))
+
+		By("no filters leave it empty, not gone")
+		Expect(newEnvoyFilters(a.client, namespace, name).Deploy(ctx)).To(Succeed())
+		objects, err = managedresources.GetObjects(ctx, a.client, namespace, name)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(objects).To(BeEmpty())
+	})
+
+	It("destroys the ManagedResource and every data Secret it had, and nothing else", func() {
+		filters := newEnvoyFilters(a.client, namespace, name, filter("istio-ingress"))
+		Expect(filters.Deploy(ctx)).To(Succeed())
+		Expect(filters.Destroy(ctx)).To(Succeed())
+		Expect(filters.WaitCleanup(ctx)).To(Succeed())
+
+		Expect(exists(&resourcesv1alpha1.ManagedResource{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace}})).To(BeFalse())
+		secrets := &corev1.SecretList{}
+		Expect(a.client.List(ctx, secrets, client.InNamespace(namespace))).To(Succeed())
+		var names []string
+		for _, s := range secrets.Items {
+			names = append(names, s.Name)
+		}
+		Expect(names).To(ConsistOf("managedresource-other-0ld"))
+	})
+
+	It("waits for gardener-resource-manager to delete the filters", func() {
+		mr := &resourcesv1alpha1.ManagedResource{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace,
+			Finalizers: []string{"resources.gardener.cloud/gardener-resource-manager"}}}
+		Expect(a.client.Create(ctx, mr)).To(Succeed())
+		filters := newEnvoyFilters(a.client, namespace, name)
+		Expect(filters.Destroy(ctx)).To(Succeed())
+		short, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
+		defer cancel()
+		Expect(filters.WaitCleanup(short)).NotTo(Succeed(), "the finalizer holds the ManagedResource")
+	})
+})

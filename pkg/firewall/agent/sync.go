@@ -1,0 +1,111 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	agentconfigv1alpha1 "github.com/metal-firewall/gardener-extension-firewall/pkg/apis/agentconfig/v1alpha1"
+	"github.com/metal-firewall/gardener-extension-firewall/pkg/firewall/metrics"
+	"github.com/metal-firewall/gardener-extension-firewall/pkg/firewall/seedsource"
+)
+
+// round is one pass over the API sources: each source's read, and whether
+// what they hold changed.
+type round struct {
+	seed     seedFirewall
+	policies shootPolicies
+	services shootServices
+	// changed tells whether a source delivered something new.
+	changed bool
+	// shootErr is why the shoot could not be read: it was not configured at
+	// start, or its policies or Services failed.
+	shootErr error
+	// before is what the sources held before the round, restored when the
+	// apply fails so that the next round tries again.
+	before sourceState
+}
+
+// sourceState is what the API sources delivered so far.
+type sourceState struct {
+	in                         Inputs
+	policiesRead, servicesRead bool
+}
+
+// syncSources reads the Firewall from the seed and the policies and Services
+// from the shoot, applies once when any of them changed, and reports back:
+// the heartbeat to the seed, each policy's state and the FirewallMonitor to
+// the shoot. Losing a source keeps the ruleset in force; a failed apply is
+// retried next time.
+func (a *Agent) syncSources(ctx context.Context, src *seedsource.Source, cfg *agentconfigv1alpha1.Config) {
+	r := a.readSources(ctx, src, cfg)
+	applyErr := a.applySources(cfg, r)
+	a.reportSources(ctx, cfg, r, applyErr)
+}
+
+// readSources reads every source the config uses into the agent's inputs.
+func (a *Agent) readSources(ctx context.Context, src *seedsource.Source, cfg *agentconfigv1alpha1.Config) *round {
+	r := &round{seed: seedFirewall{src: src}, before: sourceState{a.in, a.policiesRead, a.servicesRead}}
+	r.changed = r.seed.read(ctx, a, cfg)
+	switch {
+	case usesShoot(cfg) && a.shoot == nil:
+		// sources are set up once, at start.
+		r.shootErr = errors.New("the config reads the shoot, which was not configured when the agent started: restart the agent")
+		a.Log.Error("not reading the shoot; the ruleset in force stays", "error", r.shootErr)
+	case policiesFromShoot(cfg):
+		if r.policies.read(ctx, a) {
+			r.changed = true
+		}
+		r.shootErr = r.policies.err
+	}
+	if servicesFromShoot(cfg) && a.shoot != nil {
+		if r.services.read(ctx, a) {
+			r.changed = true
+		}
+		if r.shootErr == nil {
+			r.shootErr = r.services.err
+		}
+	}
+	if usesShoot(cfg) {
+		a.Metrics.ObserveSource(metrics.SourceShoot, r.shootErr)
+	}
+	return r
+}
+
+// applySources applies once when a source delivered something new and every
+// source the config uses has answered; until then the ruleset in force
+// stays. A failed apply forgets what the round read.
+func (a *Agent) applySources(cfg *agentconfigv1alpha1.Config, r *round) error {
+	if !r.changed || !a.ready(cfg) {
+		return nil
+	}
+	err := a.applyLogged(cfg, "sources changed")
+	if err != nil {
+		a.in, a.policiesRead, a.servicesRead = r.before.in, r.before.policiesRead, r.before.servicesRead
+	}
+	return err
+}
+
+// reportSources tells the sources how the round went: the heartbeat to the
+// seed, the policies' states (only once they are in force) and the
+// FirewallMonitor to the shoot.
+func (a *Agent) reportSources(ctx context.Context, cfg *agentconfigv1alpha1.Config, r *round, applyErr error) {
+	message := ""
+	if applyErr != nil {
+		message = applyErr.Error()
+	}
+	// What the sources hold is in force: applied, and every source answered.
+	inForce := applyErr == nil && a.ready(cfg)
+	if usesShoot(cfg) && r.shootErr == nil && inForce {
+		a.lastShootRun = &metav1.Time{Time: time.Now()}
+	}
+	r.seed.report(ctx, a.Log, message, a.lastShootRun)
+	if inForce {
+		r.policies.report(ctx, a.Log)
+	}
+	if c := cfg.Controllers.Monitor; c != nil && c.Source == agentconfigv1alpha1.SourceShoot && a.shoot != nil {
+		a.writeMonitor(ctx, cfg, r.seed.src != nil, r.seed.fw, r.shootErr, message)
+	}
+}
