@@ -105,19 +105,19 @@ var _ = Describe("RBAC", func() {
 		before := &rbacv1.ClusterRole{}
 		Expect(c.Get(context.Background(), client.ObjectKeyFromObject(shipped), before)).To(Succeed())
 
-		Expect(credentials.EnsureAgentRBAC(context.Background(), c, "shoot--p--s", "firewall-abc", []string{constants.ShootAccessSecretName})).To(Succeed())
+		Expect(credentials.EnsureAgentRBAC(context.Background(), c, "garden-ext", "shoot--p--s", "firewall-abc", []string{constants.ShootAccessSecretName})).To(Succeed())
 
 		after := &rbacv1.ClusterRole{}
 		Expect(c.Get(context.Background(), client.ObjectKeyFromObject(shipped), after)).To(Succeed())
 		Expect(after.ResourceVersion).To(Equal(before.ResourceVersion),
-			"the extension rewrote the ClusterRole: its rules in the chart differ from pkg/controller/firewall/credentials (in a seed the update is refused: the extension holds neither update nor the rules)")
+			"the extension rewrote the ClusterRole: its rules in the chart differ from credentials.AgentCSRRules (in a seed the update is refused: the extension holds neither update nor the rules)")
 		Expect(equality.Semantic.DeepEqual(after.Rules, shipped.Rules)).To(BeTrue())
 	})
 
 	It("holds what it grants each agent, and may bind the agents' CSR ClusterRole", func() {
 		c := fake.NewClientBuilder().WithScheme(kubernetes.SeedScheme).
 			WithObjects(find[*rbacv1.ClusterRole](objs, constants.AgentCSRClusterRoleName).DeepCopy()).Build()
-		Expect(credentials.EnsureAgentRBAC(context.Background(), c, "shoot--p--s", "firewall-abc", []string{constants.ShootAccessSecretName})).To(Succeed())
+		Expect(credentials.EnsureAgentRBAC(context.Background(), c, "garden-ext", "shoot--p--s", "firewall-abc", []string{constants.ShootAccessSecretName})).To(Succeed())
 
 		roles := &rbacv1.RoleList{}
 		Expect(c.List(context.Background(), roles)).To(Succeed())
@@ -133,14 +133,40 @@ var _ = Describe("RBAC", func() {
 
 		bindings := &rbacv1.ClusterRoleBindingList{}
 		Expect(c.List(context.Background(), bindings)).To(Succeed())
-		Expect(bindings.Items).To(HaveLen(1))
-		Expect(bindings.Items[0].RoleRef.Name).To(Equal(constants.AgentCSRClusterRoleName))
+		Expect(bindings.Items).To(HaveLen(2))
+		var roleRefs []string
+		for _, b := range bindings.Items {
+			roleRefs = append(roleRefs, b.RoleRef.Name)
+		}
+		Expect(roleRefs).To(ConsistOf(constants.AgentCSRClusterRoleName, "firewall:shoot--p--s:firewall-abc:csr"))
+
+		By("the firewall's own ClusterRole names its CSR only, grants what the extension holds, and is created, never updated or deleted")
+		own := &rbacv1.ClusterRole{}
+		Expect(c.Get(context.Background(), client.ObjectKey{Name: "firewall:shoot--p--s:firewall-abc:csr"}, own)).To(Succeed())
+		Expect(own.Rules).To(HaveLen(1))
+		Expect(own.Rules[0].ResourceNames).To(ConsistOf("firewall.shoot--p--s.firewall-abc"))
+		Expect(covers(extension.Rules, own.Rules[0])).To(BeTrue(), "the API server refuses a ClusterRole granting what its writer lacks")
+		Expect(own.OwnerReferences).To(HaveLen(1), "the garbage collector deletes it with its binding")
+		Expect(allows(extension.Rules, rbacv1.GroupName, "clusterroles", "create", "")).To(BeTrue())
+		Expect(allows(extension.Rules, rbacv1.GroupName, "clusterroles", "delete", "cluster-admin")).To(BeFalse())
+		Expect(allows(extension.Rules, rbacv1.GroupName, "clusterroles", "update", "cluster-admin")).To(BeFalse())
 		Expect(allows(extension.Rules, rbacv1.GroupName, "clusterroles", "bind", constants.AgentCSRClusterRoleName)).To(BeTrue())
 		Expect(allows(extension.Rules, rbacv1.GroupName, "clusterroles", "bind", "cluster-admin")).To(BeFalse())
 		Expect(allows(extension.Rules, rbacv1.GroupName, "clusterroles", "update", constants.AgentCSRClusterRoleName)).To(BeFalse(), "the chart owns it")
 		for _, verb := range []string{"get", "list", "watch", "create", "update", "delete"} {
 			Expect(allows(extension.Rules, rbacv1.GroupName, "clusterrolebindings", verb, "")).To(BeTrue(), verb+" clusterrolebindings")
 		}
+	})
+
+	It("mints boot tokens only for ServiceAccounts of its own namespace", func() {
+		own := find[*rbacv1.Role](objs, "gardener-extension-firewall")
+		Expect(own).NotTo(BeNil())
+		Expect(allows(own.Rules, "", "serviceaccounts/token", "create", "")).To(BeTrue())
+		for _, verb := range []string{"create", "delete", "list"} {
+			Expect(allows(own.Rules, "", "serviceaccounts", verb, "")).To(BeTrue(), verb)
+		}
+		Expect(allows(extension.Rules, "", "serviceaccounts/token", "create", "")).To(BeFalse(), "not cluster-wide: it could impersonate any ServiceAccount of the seed")
+		Expect(allows(extension.Rules, "", "serviceaccounts", "create", "")).To(BeFalse())
 	})
 
 	It("approves only kube-apiserver-client CSRs, after a SubjectAccessReview", func() {
@@ -170,7 +196,7 @@ var _ = Describe("RBAC", func() {
 			{"firewall.metal-firewall.io", "firewallsets", "get list watch create update patch delete"},
 			{"firewall.metal-firewall.io", "firewalls", "get list watch create update patch delete"},
 			{"firewall.metal-firewall.io", "firewalls/status", "get update patch"},
-			{"certificates.k8s.io", "certificatesigningrequests", "get list watch"},
+			{"certificates.k8s.io", "certificatesigningrequests", "get list watch delete"},
 			{"networking.istio.io", "envoyfilters", "get list watch patch update"},
 			{"networking.istio.io", "gateways", "get list watch"},
 		} {

@@ -3,6 +3,7 @@ package credentials
 import (
 	"context"
 	"fmt"
+	"time"
 
 	extensionsconfigv1alpha1 "github.com/gardener/gardener/extensions/pkg/apis/config/v1alpha1"
 	"github.com/gardener/gardener/extensions/pkg/util"
@@ -23,6 +24,10 @@ import (
 // the shoot. After a control plane migration the machine still holds a
 // credential for the old seed only; the shoot's endpoint is the one address
 // that did not change, and the agent still holds a valid shoot token.
+//
+// What it writes is sealed to the agent's pinned key (pkg/utils/seal): the
+// shoot's admins read every Secret of the shoot, and must learn nothing from
+// this one that authenticates at the seed.
 //
 // It writes the Secret and a Role naming exactly that Secret directly with
 // the shoot client, not through a ManagedResource: the content is a
@@ -51,9 +56,13 @@ func (d *ShootDelivery) shootClient(ctx context.Context, namespace string) (clie
 	return c, nil
 }
 
-// Deliver writes the bootstrap kubeconfig of the firewall `name` of the seed
-// namespace into the shoot, readable by the agent's ServiceAccount only.
-func (d *ShootDelivery) Deliver(ctx context.Context, namespace, name string, kubeconfig []byte) error {
+// annotationExpires on a delivered Secret says until when its credential is valid.
+const annotationExpires = firewallv1alpha1.GroupName + "/expires"
+
+// Deliver writes the sealed bootstrap kubeconfig of the firewall `name` of
+// the seed namespace into the shoot, readable by the agent's ServiceAccount
+// only; expires is when the credential inside expires.
+func (d *ShootDelivery) Deliver(ctx context.Context, namespace, name string, sealed []byte, expires time.Time) error {
 	c, err := d.shootClient(ctx, namespace)
 	if err != nil {
 		return err
@@ -68,8 +77,9 @@ func (d *ShootDelivery) Deliver(ctx context.Context, namespace, name string, kub
 	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: secretName, Namespace: constants.ShootNamespace}}
 	if _, err := controllerutil.CreateOrUpdate(ctx, c, secret, func() error {
 		secret.Labels = labels
+		secret.Annotations = map[string]string{annotationExpires: expires.UTC().Format(time.RFC3339)}
 		secret.Type = corev1.SecretTypeOpaque
-		secret.Data = map[string][]byte{firewallv1alpha1.DeliveredBootstrapKey: kubeconfig}
+		secret.Data = map[string][]byte{firewallv1alpha1.DeliveredBootstrapKey: sealed}
 		return nil
 	}); err != nil {
 		return fmt.Errorf("shoot secret %s/%s: %w", constants.ShootNamespace, secretName, err)
@@ -92,6 +102,24 @@ func (d *ShootDelivery) Deliver(ctx context.Context, namespace, name string, kub
 		return fmt.Errorf("shoot role binding %s/%s: %w", constants.ShootNamespace, secretName, err)
 	}
 	return nil
+}
+
+// DeliveredUntil tells until when the credential delivered for the firewall
+// is valid; the zero time when nothing (or nothing readable) is delivered.
+func (d *ShootDelivery) DeliveredUntil(ctx context.Context, namespace, name string) (time.Time, error) {
+	c, err := d.shootClient(ctx, namespace)
+	if err != nil {
+		return time.Time{}, err
+	}
+	secret := &corev1.Secret{}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: constants.ShootNamespace, Name: firewallv1alpha1.DeliveredBootstrapSecretName(name)}, secret); err != nil {
+		return time.Time{}, client.IgnoreNotFound(err)
+	}
+	expires, err := time.Parse(time.RFC3339, secret.Annotations[annotationExpires])
+	if err != nil {
+		return time.Time{}, nil
+	}
+	return expires, nil
 }
 
 // Withdraw removes what Deliver wrote; nothing there is no error.

@@ -5,19 +5,24 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/base64"
+	"encoding/json"
 	"encoding/pem"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
+	authenticationv1 "k8s.io/api/authentication/v1"
 	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
-	bootstraptokenapi "k8s.io/cluster-bootstrap/token/api"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	agentconfigv1alpha1 "github.com/metal-firewall/gardener-extension-firewall/pkg/apis/agentconfig/v1alpha1"
@@ -126,17 +131,17 @@ func parseCertificate(data []byte) (*x509.Certificate, error) {
 	return x509.ParseCertificate(block.Bytes)
 }
 
-// showBootstrapTokenGone checks that the seed deleted the bootstrap token
-// once the agent reported in, so that the bootstrap kubeconfig still on the
-// machine no longer authenticates.
-func (d *demo) showBootstrapTokenGone(ctx context.Context, s *seed) error {
-	if err := d.n.waitFor(ctx, "the bootstrap token's deletion in "+s.name, time.Minute, func(ctx context.Context) error {
-		tokens, err := framework.AgentTokens(ctx, s.c, shootNamespace)
+// showBootCredentialGone checks that the seed deleted the firewall's boot
+// ServiceAccount once the agent reported in, so that the boot kubeconfig
+// still on the machine no longer authenticates.
+func (d *demo) showBootCredentialGone(ctx context.Context, s *seed) error {
+	if err := d.n.waitFor(ctx, "the boot ServiceAccount's deletion in "+s.name, time.Minute, func(ctx context.Context) error {
+		sas, err := framework.BootServiceAccounts(ctx, s.c, shootNamespace)
 		if err != nil {
 			return err
 		}
-		if len(tokens) > 0 {
-			return fmt.Errorf("%d bootstrap token Secrets left", len(tokens))
+		if len(sas) > 0 {
+			return fmt.Errorf("%d boot ServiceAccounts left", len(sas))
 		}
 		return nil
 	}); err != nil {
@@ -151,29 +156,29 @@ func (d *demo) showBootstrapTokenGone(ctx context.Context, s *seed) error {
 	if err != nil {
 		return err
 	}
-	// kube-apiserver sees the deletion through its informer, a moment later.
+	// kube-apiserver caches token authentications for a few seconds.
 	var status apierrors.APIStatus
-	if err := d.n.waitFor(ctx, "the bootstrap token's refusal by "+s.name, 30*time.Second, func(ctx context.Context) error {
+	if err := d.n.waitFor(ctx, "the boot token's refusal by "+s.name, 30*time.Second, func(ctx context.Context) error {
 		err := c.List(ctx, &corev1.NamespaceList{})
 		switch {
 		case err == nil:
-			return errors.New("the bootstrap kubeconfig on the machine still authenticates")
+			return errors.New("the boot kubeconfig on the machine still authenticates")
 		case !apierrors.IsUnauthorized(err) || !errors.As(err, &status):
-			return fmt.Errorf("the bootstrap kubeconfig on the machine must be refused with 401 Unauthorized: %w", err)
+			return fmt.Errorf("the boot kubeconfig on the machine must be refused with 401 Unauthorized: %w", err)
 		}
 		return nil
 	}); err != nil {
 		return err
 	}
-	d.n.say("The bootstrap token is deleted from %s: the bootstrap kubeconfig left on the machine (%s) now gets %d %s",
+	d.n.say("The boot ServiceAccount is deleted from %s: the boot kubeconfig left on the machine (%s) now gets %d %s",
 		s.name, path, status.Status().Code, status.Status().Reason)
 	return nil
 }
 
-// showBootstrapCredential checks what a new machine holds: a bootstrap
-// kubeconfig whose token is one of the seed's short-lived bootstrap tokens
-// for this shoot, and no seed kubeconfig yet.
-func (d *demo) showBootstrapCredential(ctx context.Context, s *seed) error {
+// showBootCredential checks what a new machine holds: a boot kubeconfig
+// whose token is its own ServiceAccount's, short-lived and without the group
+// system:bootstrappers, and no seed kubeconfig yet.
+func (d *demo) showBootCredential(ctx context.Context, s *seed) error {
 	if _, err := os.Stat(d.onMachine(agentconfigv1alpha1.SeedKubeconfigPath)); err == nil {
 		return fmt.Errorf("a new machine must not hold %s yet", agentconfigv1alpha1.SeedKubeconfigPath)
 	} else if !errors.Is(err, os.ErrNotExist) {
@@ -183,27 +188,48 @@ func (d *demo) showBootstrapCredential(ctx context.Context, s *seed) error {
 	if err != nil {
 		return err
 	}
-	id, _, ok := strings.Cut(cfg.BearerToken, ".")
-	if !ok || cfg.Host != s.cp.Config.Host {
-		return fmt.Errorf("%s holds no bootstrap token for %s", agentconfigv1alpha1.BootstrapKubeconfigPath, s.name)
+	if cfg.Host != s.cp.Config.Host {
+		return fmt.Errorf("%s names %s, not %s", agentconfigv1alpha1.BootstrapKubeconfigPath, cfg.Host, s.name)
 	}
-	tokens, err := framework.AgentTokens(ctx, s.c, shootNamespace)
+	cs, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return err
 	}
-	for _, t := range tokens {
-		if string(t.Data[bootstraptokenapi.BootstrapTokenIDKey]) != id {
-			continue
-		}
-		expiration, err := time.Parse(time.RFC3339, string(t.Data[bootstraptokenapi.BootstrapTokenExpirationKey]))
-		if err != nil {
-			return fmt.Errorf("bootstrap token %s: %w", id, err)
-		}
-		d.n.say("Its only credential is %s: bootstrap token %s of %s, which expires at %s (in %.0f min)",
-			agentconfigv1alpha1.BootstrapKubeconfigPath, id, s.name, expiration.Local().Format(time.TimeOnly), time.Until(expiration).Minutes())
-		return nil
+	review, err := cs.AuthenticationV1().SelfSubjectReviews().Create(ctx, &authenticationv1.SelfSubjectReview{}, metav1.CreateOptions{})
+	if err != nil {
+		return fmt.Errorf("the boot kubeconfig does not authenticate at %s: %w", s.name, err)
 	}
-	return fmt.Errorf("the machine's bootstrap token %s is not one of %s's bootstrap tokens for the shoot", id, s.name)
+	user := review.Status.UserInfo
+	if !strings.HasPrefix(user.Username, "system:serviceaccount:"+framework.BootNamespace+":") || slices.Contains(user.Groups, "system:bootstrappers") {
+		return fmt.Errorf("the boot token is %s %v, not a boot ServiceAccount's", user.Username, user.Groups)
+	}
+	expires, err := tokenExpiry(cfg.BearerToken)
+	if err != nil {
+		return err
+	}
+	d.n.say("Its only credential is %s: a token of its own ServiceAccount %s at %s (groups %s; not system:bootstrappers, which a Gardener seed lets become a node), expiring at %s (in %.0f min)",
+		agentconfigv1alpha1.BootstrapKubeconfigPath, strings.TrimPrefix(user.Username, "system:serviceaccount:"), s.name, strings.Join(user.Groups, ", "),
+		expires.Local().Format(time.TimeOnly), time.Until(expires).Minutes())
+	return nil
+}
+
+// tokenExpiry reads the exp claim of a ServiceAccount token (a JWT).
+func tokenExpiry(token string) (time.Time, error) {
+	parts := strings.Split(token, ".")
+	if len(parts) != 3 {
+		return time.Time{}, errors.New("the boot token is no JWT")
+	}
+	payload, err := base64.RawURLEncoding.DecodeString(parts[1])
+	if err != nil {
+		return time.Time{}, err
+	}
+	claims := struct {
+		Exp int64 `json:"exp"`
+	}{}
+	if err := json.Unmarshal(payload, &claims); err != nil {
+		return time.Time{}, err
+	}
+	return time.Unix(claims.Exp, 0), nil
 }
 
 // showSeedRefuses checks that a seed no longer lets the agent in with the

@@ -43,7 +43,7 @@ func (d *demo) bringUpFirewall(ctx context.Context) error {
 	}
 	d.n.say("The extension created machine %s: network namespace %s, links int0 (the shoot's nodes) and ext0 (outside); firewall-agent runs in it (pid %d)",
 		d.machine.ID, d.machine.NetNS, d.machine.PID)
-	if err := d.showBootstrapCredential(ctx, d.seedA); err != nil {
+	if err := d.showBootCredential(ctx, d.seedA); err != nil {
 		return err
 	}
 
@@ -92,7 +92,7 @@ func (d *demo) bringUpFirewall(ctx context.Context) error {
 	if err := d.showCredential(ctx, d.seedA, fw.Name); err != nil {
 		return err
 	}
-	if err := d.showBootstrapTokenGone(ctx, d.seedA); err != nil {
+	if err := d.showBootCredentialGone(ctx, d.seedA); err != nil {
 		return err
 	}
 	d.n.proved("the firewall machine came up and its agent connected to seed A with a client certificate from its own CSR, approved by the extension and signed by kube-controller-manager; its bootstrap token is gone")

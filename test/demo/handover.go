@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/ecdsa"
+	"slices"
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
@@ -10,6 +12,7 @@ import (
 
 	firewallv1alpha1 "github.com/metal-firewall/gardener-extension-firewall/pkg/apis/firewall/v1alpha1"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/constants"
+	"github.com/metal-firewall/gardener-extension-firewall/pkg/utils/seal"
 )
 
 // handOver records every bootstrap kubeconfig a seed delivers to a
@@ -44,15 +47,22 @@ func (d *demo) watchHandOver(ctx context.Context, fwName string) (*handOver, err
 	return h, nil
 }
 
-// carried tells whether kubeconfig is one that came through the shoot, and
-// how many deliveries there were.
-func (h *handOver) carried(kubeconfig []byte) (bool, int) {
+// carried tells whether kubeconfig is what one of the sealed boxes that came
+// through the shoot holds for the machine's key, and how many there were.
+func (h *handOver) carried(key *ecdsa.PrivateKey, fwName string, kubeconfig []byte) (bool, int) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	for _, data := range h.delivered {
-		if bytes.Equal(data, kubeconfig) {
+		if opened, err := seal.Open(key, shootNamespace, fwName, data); err == nil && bytes.Equal(opened, kubeconfig) {
 			return true, len(h.delivered)
 		}
 	}
 	return false, len(h.delivered)
+}
+
+// boxes are the delivered values as the shoot's admins read them.
+func (h *handOver) boxes() [][]byte {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return slices.Clone(h.delivered)
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -19,6 +20,7 @@ import (
 	agentconfigv1alpha1 "github.com/metal-firewall/gardener-extension-firewall/pkg/apis/agentconfig/v1alpha1"
 	firewallv1alpha1 "github.com/metal-firewall/gardener-extension-firewall/pkg/apis/firewall/v1alpha1"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/constants"
+	"github.com/metal-firewall/gardener-extension-firewall/pkg/firewall/bootstrap"
 	"github.com/metal-firewall/gardener-extension-firewall/test/framework"
 )
 
@@ -114,7 +116,7 @@ func (d *demo) migrate(ctx context.Context) error {
 	if err := d.showCredential(ctx, d.seedB, fw.Name); err != nil {
 		return err
 	}
-	if err := d.showBootstrapTokenGone(ctx, d.seedB); err != nil {
+	if err := d.showBootCredentialGone(ctx, d.seedB); err != nil {
 		return err
 	}
 	if err := d.showOneMachine(); err != nil {
@@ -178,12 +180,12 @@ func (d *demo) checkMigratedOut(ctx context.Context, fwName string, state *runti
 	if err != nil {
 		return err
 	}
-	tokens, err := framework.AgentTokens(ctx, c, shootNamespace)
+	sas, err := framework.BootServiceAccounts(ctx, c, shootNamespace)
 	if err != nil {
 		return err
 	}
-	if len(fws) != 0 || len(tokens) != 0 {
-		return fmt.Errorf("seed A still holds %d Firewalls and %d bootstrap tokens", len(fws), len(tokens))
+	if len(fws) != 0 || len(sas) != 0 {
+		return fmt.Errorf("seed A still holds %d Firewalls and %d boot ServiceAccounts", len(fws), len(sas))
 	}
 	// The shared HTTP-CONNECT filter stays for other shoots, without this one.
 	shared, err := framework.ManagedResourceObjects(ctx, c, framework.IngressNamespace, constants.ACLSharedManagedResourceName)
@@ -235,9 +237,22 @@ func (d *demo) showHandOver(ctx context.Context, fwName string, h *handOver) err
 		return fmt.Errorf("the machine's bootstrap kubeconfig names %s, not seed B (%s)", cfg.Host, d.seedB.cp.Config.Host)
 	}
 	key := client.ObjectKey{Namespace: constants.ShootNamespace, Name: firewallv1alpha1.DeliveredBootstrapSecretName(fwName)}
-	carried, deliveries := h.carried(data)
+	machineKey, err := bootstrap.LoadOrCreateKey(d.onMachine(agentconfigv1alpha1.IdentityKeyPath))
+	if err != nil {
+		return err
+	}
+	carried, deliveries := h.carried(machineKey, fwName, data)
 	if !carried {
-		return fmt.Errorf("the machine's bootstrap kubeconfig is none of the %d delivered in the shoot's Secret %s", deliveries, key)
+		return fmt.Errorf("the machine's bootstrap kubeconfig is in none of the %d sealed boxes delivered in the shoot's Secret %s", deliveries, key)
+	}
+	// What the shoot's admins could read: a box that authenticates nowhere.
+	for _, box := range h.boxes() {
+		if cfg, err := clientcmd.RESTConfigFromKubeConfig(box); err == nil && cfg.Host != "" {
+			return fmt.Errorf("the shoot's Secret %s holds a readable kubeconfig", key)
+		}
+		if bytes.Contains(box, []byte(cfg.BearerToken)) {
+			return fmt.Errorf("the shoot's Secret %s holds the boot token in clear", key)
+		}
 	}
 	if err := d.n.waitFor(ctx, "the hand-over Secret's withdrawal from the shoot", time.Minute, func(ctx context.Context) error {
 		err := d.shootClient.Get(ctx, key, &corev1.Secret{})
@@ -251,7 +266,7 @@ func (d *demo) showHandOver(ctx context.Context, fwName string, h *handOver) err
 	}); err != nil {
 		return err
 	}
-	d.n.say("How: seed B's extension wrote a bootstrap kubeconfig for seed B into the shoot's Secret %s; the agent read it with its shoot kubeconfig and wrote it to %s (byte for byte); the Secret is withdrawn again",
+	d.n.say("How: seed B's extension sealed a bootstrap kubeconfig for seed B to the machine's key (pinned by seed A's CSR approver, carried in the migration state) and wrote it into the shoot's Secret %s; the shoot's admins read only an HPKE box there; the agent opened it with its key and wrote it to %s; the Secret is withdrawn again",
 		key, path)
 	return nil
 }

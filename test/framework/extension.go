@@ -11,8 +11,10 @@ import (
 	"github.com/gardener/gardener/pkg/controller/tokenrequestor"
 	"github.com/gardener/gardener/pkg/resourcemanager/controller/managedresource"
 	resourcemanagerpredicate "github.com/gardener/gardener/pkg/resourcemanager/predicate"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
@@ -77,16 +79,23 @@ func StartExtension(seed, shoot *testenv.ControlPlane, opts ExtensionOptions) (s
 }
 
 func addControllers(ctx context.Context, mgr manager.Manager, seed, shoot *testenv.ControlPlane, opts ExtensionOptions) error {
-	if err := firewallcontroller.AddToManagerWithOptions(ctx, mgr, firewallcontroller.AddOptions{}); err != nil {
+	direct, err := client.New(seed.Config, client.Options{Scheme: SeedScheme})
+	if err != nil {
 		return err
 	}
-	if err := (&csrapprover.Reconciler{}).AddToManager(mgr); err != nil {
+	if err := client.IgnoreAlreadyExists(direct.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: BootNamespace}})); err != nil {
+		return err
+	}
+	if err := firewallcontroller.AddToManagerWithOptions(ctx, mgr, firewallcontroller.AddOptions{BootNamespace: BootNamespace}); err != nil {
+		return err
+	}
+	if err := (&csrapprover.Reconciler{BootNamespace: BootNamespace}).AddToManager(mgr); err != nil {
 		return err
 	}
 	if err := firewallmanager.AddToManager(mgr, firewallmanager.Options{
 		Provider: opts.Provider, HeartbeatTimeout: HeartbeatTimeout,
 		Bootstrap: &firewallmachine.Bootstrap{
-			Server: seed.Config.Host, CAData: seed.Config.CAData,
+			Server: seed.Config.Host, CAData: seed.Config.CAData, Namespace: BootNamespace,
 			SecretNames: []string{constants.ShootAccessSecretName},
 			Delivery:    &credentials.ShootDelivery{SeedClient: mgr.GetClient()},
 		},

@@ -4,7 +4,6 @@ import (
 	"context"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	firewallv1alpha1 "github.com/metal-firewall/gardener-extension-firewall/pkg/apis/firewall/v1alpha1"
@@ -20,11 +19,16 @@ func Firewalls(ctx context.Context, c client.Client, namespace string) ([]firewa
 	return list.Items, nil
 }
 
-// AgentTokens lists the bootstrap token Secrets the extension minted for a
-// shoot namespace's firewalls (in kube-system of the seed).
-func AgentTokens(ctx context.Context, c client.Client, namespace string) ([]corev1.Secret, error) {
-	list := &corev1.SecretList{}
-	if err := c.List(ctx, list, client.InNamespace(metav1.NamespaceSystem), client.MatchingLabels{constants.LabelFirewallNamespace: namespace}); err != nil {
+// BootNamespace holds the firewalls' boot ServiceAccounts in a test seed, as
+// the extension's own namespace does in a real one.
+const BootNamespace = "extension-firewall"
+
+// BootServiceAccounts lists the boot ServiceAccounts the extension made for a
+// shoot namespace's firewalls: while one exists, its firewall's boot token
+// authenticates.
+func BootServiceAccounts(ctx context.Context, c client.Client, namespace string) ([]corev1.ServiceAccount, error) {
+	list := &corev1.ServiceAccountList{}
+	if err := c.List(ctx, list, client.InNamespace(BootNamespace), client.MatchingLabels{constants.LabelFirewallNamespace: namespace}); err != nil {
 		return nil, err
 	}
 	return list.Items, nil

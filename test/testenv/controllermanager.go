@@ -12,9 +12,11 @@ import (
 )
 
 // controllers are the kube-controller-manager controllers the firewall credentials
-// rely on: signing and garbage-collecting CSRs, and deleting expired bootstrap tokens.
-// CSR approval is deliberately not among them: the extension's approver decides.
-const controllers = "csrsigning,csrcleaner,tokencleaner"
+// rely on or must withstand: signing and cleaning up CSRs; csrapproving, which
+// auto-approves kubelet client CSRs on every Gardener seed (the tests show no
+// firewall credential passes it); the garbage collector, which removes each
+// firewall's own ClusterRole with its binding; and the bootstrap token cleaner.
+const controllers = "csrsigning,csrcleaner,csrapproving,garbagecollector,tokencleaner"
 
 func (c *ControlPlane) startControllerManager(assets string, signingDuration time.Duration) error {
 	if signingDuration == 0 {
@@ -41,6 +43,10 @@ func (c *ControlPlane) startControllerManager(assets string, signingDuration tim
 		"--controllers="+controllers,
 		"--cluster-signing-kube-apiserver-client-cert-file="+c.ca.certFile,
 		"--cluster-signing-kube-apiserver-client-key-file="+c.ca.keyFile,
+		// Kubelet client certificates too, as on a real seed: the attack tests
+		// show one signed for a bootstrap token and none for a firewall.
+		"--cluster-signing-kubelet-client-cert-file="+c.ca.certFile,
+		"--cluster-signing-kubelet-client-key-file="+c.ca.keyFile,
 		"--cluster-signing-duration="+signingDuration.String(),
 		"--leader-elect=false",
 		"--secure-port=0",

@@ -24,8 +24,8 @@ type Options struct {
 	Name string
 	// CRDDirectoryPaths are installed before Start returns. Use SeedCRDPaths or ShootCRDPaths.
 	CRDDirectoryPaths []string
-	// ControllerManager starts kube-controller-manager with the CSR signing, CSR cleaning
-	// and bootstrap token cleaning controllers, so approved CSRs are really signed.
+	// ControllerManager starts kube-controller-manager with the controllers in
+	// controllermanager.go, so approved CSRs are really signed.
 	ControllerManager bool
 	// SigningDuration is the longest validity kube-controller-manager gives a signed
 	// certificate (--cluster-signing-duration); a CSR may ask for less. Default 1h.
@@ -75,7 +75,8 @@ func Start(opts Options) (*ControlPlane, error) {
 	}
 	apiServer.Authn = ca
 	apiServer.Configure().
-		// Bootstrap tokens are how a new firewall first authenticates at its seed.
+		// As on a Gardener seed: the attack tests show what a bootstrap token
+		// could do there, and that no firewall credential can do the same.
 		Set("enable-bootstrap-token-auth", "true").
 		Set("authorization-mode", "RBAC")
 

@@ -139,17 +139,17 @@ func AddToManager(ctx context.Context, mgr manager.Manager, opts *Options, provi
 		HealthTimeout:    opts.HealthTimeout,
 		HeartbeatTimeout: opts.HeartbeatTimeout,
 		Bootstrap: &firewallmachine.Bootstrap{
-			Server: opts.SeedServer, CAData: caData, TokenValidity: opts.BootstrapValidity,
+			Server: opts.SeedServer, CAData: caData, TokenValidity: opts.BootTokenValidity, Namespace: opts.BootNamespace,
 			SecretNames: []string{constants.ShootAccessSecretName},
 			Delivery:    &credentials.ShootDelivery{SeedClient: mgr.GetClient()},
 		},
 	}); err != nil {
 		return err
 	}
-	if err := (&csrapprover.Reconciler{MaxDuration: opts.CSRMaxDuration}).AddToManager(mgr); err != nil {
+	if err := (&csrapprover.Reconciler{MaxDuration: opts.CSRMaxDuration, BootNamespace: opts.BootNamespace}).AddToManager(mgr); err != nil {
 		return err
 	}
-	if err := firewallcontroller.AddToManagerWithOptions(ctx, mgr, firewallcontroller.AddOptions{IgnoreOperationAnnotation: opts.IgnoreOperationAnnotation}); err != nil {
+	if err := firewallcontroller.AddToManagerWithOptions(ctx, mgr, firewallcontroller.AddOptions{IgnoreOperationAnnotation: opts.IgnoreOperationAnnotation, BootNamespace: opts.BootNamespace}); err != nil {
 		return err
 	}
 	if err := aclcontroller.AddToManagerWithOptions(ctx, mgr, aclcontroller.AddOptions{

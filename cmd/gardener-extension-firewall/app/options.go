@@ -11,6 +11,7 @@ import (
 	aclcontroller "github.com/metal-firewall/gardener-extension-firewall/pkg/controller/acl"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/controller/csrapprover"
 	firewallmanager "github.com/metal-firewall/gardener-extension-firewall/pkg/controller/manager"
+	"github.com/metal-firewall/gardener-extension-firewall/pkg/credentials"
 )
 
 // Options are the command line flags.
@@ -35,7 +36,9 @@ type Options struct {
 	HealthTimeout     time.Duration
 	HeartbeatTimeout  time.Duration
 	CSRMaxDuration    time.Duration
-	BootstrapValidity time.Duration
+	BootTokenValidity time.Duration
+	// BootNamespace holds the firewalls' boot ServiceAccounts: the extension's namespace.
+	BootNamespace string
 
 	// ACL is the operator's configuration of the acl extension.
 	ACL            aclcontroller.Config
@@ -66,7 +69,8 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.HealthTimeout, "health-timeout", firewallmanager.DefaultHealthTimeout, "how long a Firewall may take to become Ready before it counts as unhealthy")
 	fs.DurationVar(&o.HeartbeatTimeout, "heartbeat-timeout", firewallmanager.DefaultHeartbeatTimeout, "how old an agent's last report may be for its Firewall to count as connected")
 	fs.DurationVar(&o.CSRMaxDuration, "csr-max-duration", csrapprover.DefaultMaxDuration, "longest certificate validity an agent may ask for")
-	fs.DurationVar(&o.BootstrapValidity, "bootstrap-token-validity", time.Hour, "life of a firewall's bootstrap token (at most 1h)")
+	fs.DurationVar(&o.BootTokenValidity, "boot-token-validity", time.Hour, "life of a firewall's boot token, its first credential (10m to 1h)")
+	fs.StringVar(&o.BootNamespace, "boot-namespace", "", "namespace of the firewalls' boot ServiceAccounts, the extension's own (required; the chart sets its release namespace)")
 	o.ACL.AddFlags(fs)
 	fs.IntVar(&o.WebhookPort, "webhook-port", 9443, "port of the EnvoyFilter webhook")
 	fs.StringVar(&o.WebhookCertDir, "webhook-cert-dir", "", "folder with tls.crt and tls.key of the webhook server; empty disables the webhook (the acl controller then deploys each shoot's own filter itself)")
@@ -91,8 +95,11 @@ func (o *Options) Validate() error {
 	if o.WebhookConfigNamespace != "" && o.WebhookCertDir == "" {
 		errs = append(errs, errors.New("--webhook-config-namespace needs --webhook-cert-dir: the managed server certificate is written there"))
 	}
-	if o.BootstrapValidity <= 0 || o.BootstrapValidity > time.Hour {
-		errs = append(errs, fmt.Errorf("--bootstrap-token-validity %s must be within (0, 1h]", o.BootstrapValidity))
+	if o.BootTokenValidity < credentials.MinBootTokenValidity || o.BootTokenValidity > credentials.MaxBootTokenValidity {
+		errs = append(errs, fmt.Errorf("--boot-token-validity %s must be within [%s, %s]", o.BootTokenValidity, credentials.MinBootTokenValidity, credentials.MaxBootTokenValidity))
+	}
+	if o.BootNamespace == "" {
+		errs = append(errs, errors.New("--boot-namespace is required: the firewalls' boot ServiceAccounts live there"))
 	}
 	return errors.Join(errs...)
 }

@@ -23,16 +23,17 @@ var _ = Describe("Options", func() {
 	It("accepts a complete set of flags", func() {
 		ca := filepath.Join(GinkgoT().TempDir(), "ca.crt")
 		Expect(os.WriteFile(ca, []byte("pem"), 0o600)).To(Succeed())
-		Expect(parse("--seed-server=https://seed:443", "--seed-ca-file="+ca).Validate()).To(Succeed())
+		Expect(parse("--seed-server=https://seed:443", "--seed-ca-file="+ca, "--boot-namespace=extension-firewall").Validate()).To(Succeed())
 	})
 
 	It("names every flag that is missing or wrong, all at once", func() {
-		err := parse("--machine-provider=metal", "--bootstrap-token-validity=2h").Validate()
+		err := parse("--machine-provider=metal", "--boot-token-validity=2h").Validate()
 		Expect(err).To(MatchError(And(
 			ContainSubstring("--seed-server is required"),
 			ContainSubstring("--seed-ca-file is required"),
 			ContainSubstring(`--machine-provider "metal" is not supported`),
-			ContainSubstring("--bootstrap-token-validity 2h0m0s must be within (0, 1h]"),
+			ContainSubstring("--boot-token-validity 2h0m0s must be within [10m0s, 1h0m0s]"),
+			ContainSubstring("--boot-namespace is required"),
 		)))
 	})
 

@@ -14,6 +14,7 @@ import (
 	certificatesv1 "k8s.io/api/certificates/v1"
 
 	firewallv1alpha1 "github.com/metal-firewall/gardener-extension-firewall/pkg/apis/firewall/v1alpha1"
+	"github.com/metal-firewall/gardener-extension-firewall/pkg/credentials"
 )
 
 // Bounds of the certificate validity a firewall may ask for.
@@ -53,7 +54,7 @@ func parse(csr *certificatesv1.CertificateSigningRequest) (*firewallRequest, err
 
 // check returns why the CSR must not be approved, "" when it may be. It does
 // everything but the API lookups (the Firewall and the SubjectAccessReview).
-func check(csr *certificatesv1.CertificateSigningRequest, fr *firewallRequest, maxDuration time.Duration) string {
+func check(csr *certificatesv1.CertificateSigningRequest, fr *firewallRequest, bootNamespace string, maxDuration time.Duration) string {
 	req := fr.request
 	if err := req.CheckSignature(); err != nil {
 		return "the request's signature does not verify: " + err.Error()
@@ -66,14 +67,14 @@ func check(csr *certificatesv1.CertificateSigningRequest, fr *firewallRequest, m
 	}
 
 	user := csr.Spec.Username
-	switch {
-	case user == firewallv1alpha1.AgentUserName(fr.namespace, fr.name):
+	switch user {
+	case firewallv1alpha1.AgentUserName(fr.namespace, fr.name):
 		// Renewal with the firewall's current certificate.
-	case strings.HasPrefix(user, "system:bootstrap:") && slices.Contains(csr.Spec.Groups, firewallv1alpha1.BootstrapGroup(fr.namespace, fr.name)):
-		// First certificate with the firewall's own bootstrap token.
+	case credentials.BootUser(bootNamespace, fr.namespace, fr.name):
+		// First certificate with the firewall's own boot token.
 	default:
-		return fmt.Sprintf("requester %q is neither %s nor a bootstrap token of group %s",
-			user, firewallv1alpha1.AgentUserName(fr.namespace, fr.name), firewallv1alpha1.BootstrapGroup(fr.namespace, fr.name))
+		return fmt.Sprintf("requester %q is neither %s nor %s",
+			user, firewallv1alpha1.AgentUserName(fr.namespace, fr.name), credentials.BootUser(bootNamespace, fr.namespace, fr.name))
 	}
 
 	if !slices.Contains(csr.Spec.Usages, certificatesv1.UsageClientAuth) {

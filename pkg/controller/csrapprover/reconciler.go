@@ -29,6 +29,8 @@ import (
 // Reconciler approves or denies firewall agents' CSRs.
 type Reconciler struct {
 	Client client.Client
+	// BootNamespace holds the firewalls' boot ServiceAccounts (the extension's namespace).
+	BootNamespace string
 	// MaxDuration is the longest validity a firewall may ask for.
 	MaxDuration time.Duration
 }
@@ -69,7 +71,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	}
 	log := log.FromContext(ctx).WithValues("firewall", fr.namespace+"/"+fr.name, "requester", csr.Spec.Username)
 
-	reason := check(csr, fr, r.MaxDuration)
+	reason := check(csr, fr, r.BootNamespace, r.MaxDuration)
 	if reason == "" {
 		reason, err = r.checkAPI(ctx, csr, fr)
 		if err != nil {
@@ -85,8 +87,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		"approved by gardener-extension-firewall for "+firewallv1alpha1.AgentUserName(fr.namespace, fr.name))
 }
 
-// checkAPI checks that the Firewall exists and is not being migrated away,
-// and that the requester may create the firewallclient subresource.
+// checkAPI checks that the Firewall exists and is neither being migrated
+// away nor deleted, that the requester may create the firewallclient
+// subresource, and that the request carries the firewall's key.
 func (r *Reconciler) checkAPI(ctx context.Context, csr *certificatesv1.CertificateSigningRequest, fr *firewallRequest) (string, error) {
 	fw := &firewallv1alpha1.Firewall{}
 	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: fr.namespace, Name: fr.name}, fw); err != nil {
@@ -98,6 +101,9 @@ func (r *Reconciler) checkAPI(ctx context.Context, csr *certificatesv1.Certifica
 	if firewallv1alpha1.IsPaused(fw.Annotations) {
 		// A paused Firewall is being migrated away: this seed no longer vouches for it.
 		return fmt.Sprintf("Firewall %s/%s is paused", fr.namespace, fr.name), nil
+	}
+	if fw.DeletionTimestamp != nil {
+		return fmt.Sprintf("Firewall %s/%s is being deleted", fr.namespace, fr.name), nil
 	}
 
 	extra := map[string]authorizationv1.ExtraValue{}
@@ -116,7 +122,8 @@ func (r *Reconciler) checkAPI(ctx context.Context, csr *certificatesv1.Certifica
 	if !sar.Status.Allowed {
 		return fmt.Sprintf("requester %q may not create certificatesigningrequests/%s: %s", csr.Spec.Username, firewallv1alpha1.CSRSubresource, sar.Status.Reason), nil
 	}
-	return "", nil
+	// Last: it pins the key of a first certificate.
+	return r.checkKey(ctx, fr, fw)
 }
 
 func (r *Reconciler) decide(ctx context.Context, csr *certificatesv1.CertificateSigningRequest, t certificatesv1.RequestConditionType, reason, message string) error {

@@ -27,13 +27,19 @@ import (
 
 type actuator struct {
 	client client.Client
-	// reader reads around the cache where the cache may lag behind deletions.
-	reader client.Reader
+	// direct reads and writes around the cache: where the cache may lag behind
+	// deletions, and for the boot ServiceAccounts, which the extension may
+	// list in its own namespace only (a cache would watch them cluster-wide).
+	direct client.Client
+	// bootNamespace holds the firewalls' boot ServiceAccounts.
+	bootNamespace string
 }
 
-// NewActuator returns the actuator of the `firewall` extension.
-func NewActuator(c client.Client, reader client.Reader) extension.Actuator {
-	return &actuator{client: c, reader: reader}
+// NewActuator returns the actuator of the `firewall` extension. direct is a
+// client without a cache; bootNamespace holds the firewalls' boot
+// ServiceAccounts (the extension's namespace).
+func NewActuator(c, direct client.Client, bootNamespace string) extension.Actuator {
+	return &actuator{client: c, direct: direct, bootNamespace: bootNamespace}
 }
 
 // Reconcile makes the shoot's FirewallDeployment match its providerConfig.
@@ -105,11 +111,11 @@ func (a *actuator) Delete(ctx context.Context, log logr.Logger, ex *extensionsv1
 		return err
 	}
 	fws := &firewallv1alpha1.FirewallList{}
-	if err := a.reader.List(ctx, fws, client.InNamespace(ex.Namespace)); err != nil {
+	if err := a.direct.List(ctx, fws, client.InNamespace(ex.Namespace)); err != nil {
 		return err
 	}
 	deployments := &firewallv1alpha1.FirewallDeploymentList{}
-	if err := a.reader.List(ctx, deployments, client.InNamespace(ex.Namespace)); err != nil {
+	if err := a.direct.List(ctx, deployments, client.InNamespace(ex.Namespace)); err != nil {
 		return err
 	}
 	if n := len(fws.Items) + len(deployments.Items); n > 0 {
@@ -134,7 +140,7 @@ func (a *actuator) ForceDelete(ctx context.Context, _ logr.Logger, ex *extension
 }
 
 func (a *actuator) deleteCredentials(ctx context.Context, namespace string) error {
-	if err := credentials.DeleteBootstrapTokens(ctx, a.client, namespace, ""); err != nil {
+	if err := credentials.DeleteBootCredentials(ctx, a.direct, a.bootNamespace, namespace, ""); err != nil {
 		return err
 	}
 	if err := credentials.DeleteAgentRBAC(ctx, a.client, namespace, ""); err != nil {

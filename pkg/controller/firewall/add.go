@@ -6,6 +6,7 @@ import (
 
 	"github.com/gardener/gardener/extensions/pkg/controller/extension"
 	extensionsv1alpha1 "github.com/gardener/gardener/pkg/apis/extensions/v1alpha1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
@@ -26,6 +27,8 @@ type AddOptions struct {
 	ExtensionClasses []extensionsv1alpha1.ExtensionClass
 	// Resync is the requeue interval of a successfully reconciled Extension. Default 10 minutes.
 	Resync time.Duration
+	// BootNamespace holds the firewalls' boot ServiceAccounts (the extension's namespace).
+	BootNamespace string
 }
 
 // AddToManagerWithOptions adds the firewall Extension controller (Gardener's
@@ -35,8 +38,12 @@ func AddToManagerWithOptions(ctx context.Context, mgr manager.Manager, opts AddO
 	if resync == 0 {
 		resync = 10 * time.Minute
 	}
+	direct, err := client.New(mgr.GetConfig(), client.Options{Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper()})
+	if err != nil {
+		return err
+	}
 	return extension.Add(mgr, extension.AddArgs{
-		Actuator:          NewActuator(mgr.GetClient(), mgr.GetAPIReader()),
+		Actuator:          NewActuator(mgr.GetClient(), direct, opts.BootNamespace),
 		ControllerOptions: opts.Controller,
 		ExtensionClasses:  opts.ExtensionClasses,
 		Name:              ControllerName,

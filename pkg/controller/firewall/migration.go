@@ -36,7 +36,7 @@ func (a *actuator) Migrate(ctx context.Context, log logr.Logger, ex *extensionsv
 	sets := &firewallv1alpha1.FirewallSetList{}
 	fws := &firewallv1alpha1.FirewallList{}
 	for _, list := range []client.ObjectList{deployments, sets, fws} {
-		if err := a.reader.List(ctx, list, client.InNamespace(ex.Namespace)); err != nil {
+		if err := a.direct.List(ctx, list, client.InNamespace(ex.Namespace)); err != nil {
 			return err
 		}
 	}
@@ -157,7 +157,7 @@ func (a *actuator) releaseObjects(ctx context.Context, namespace string) error {
 	sets := &firewallv1alpha1.FirewallSetList{}
 	fws := &firewallv1alpha1.FirewallList{}
 	for _, list := range []client.ObjectList{fws, sets, deployments} {
-		if err := a.reader.List(ctx, list, client.InNamespace(namespace)); err != nil {
+		if err := a.direct.List(ctx, list, client.InNamespace(namespace)); err != nil {
 			return err
 		}
 	}

@@ -1,17 +1,14 @@
 package agent
 
 import (
-	"bytes"
 	"context"
 	"log/slog"
-	"os"
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	agentconfigv1alpha1 "github.com/metal-firewall/gardener-extension-firewall/pkg/apis/agentconfig/v1alpha1"
 	fwv1alpha1 "github.com/metal-firewall/gardener-extension-firewall/pkg/apis/firewall/v1alpha1"
-	"github.com/metal-firewall/gardener-extension-firewall/pkg/firewall/bootstrap"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/firewall/metrics"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/firewall/seedsource"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/firewall/shootsource"
@@ -80,9 +77,9 @@ func (s *seedFirewall) refreshShootKubeconfig(ctx context.Context, shoot *shoots
 }
 
 // takeDeliveredBootstrap looks, when the seed fails, for a bootstrap
-// kubeconfig delivered through the shoot (after a control plane migration).
-// A new one replaces the file and the agent bootstraps with it; it reports
-// whether it did.
+// kubeconfig delivered through the shoot (after a control plane migration),
+// sealed to this agent's key; a new one replaces the file and the agent
+// bootstraps with it. It reports whether it did.
 func (s *seedFirewall) takeDeliveredBootstrap(ctx context.Context, shoot *shootsource.Source, log *slog.Logger) bool {
 	if shoot == nil {
 		return false
@@ -95,19 +92,9 @@ func (s *seedFirewall) takeDeliveredBootstrap(ctx context.Context, shoot *shoots
 	if delivered == nil {
 		return false
 	}
-	path := s.src.Config.BootstrapKubeconfig
-	// The path is sources.seed.bootstrapKubeconfig of the admin's own config file.
-	if current, err := os.ReadFile(path); err == nil && bytes.Equal(current, delivered) { //nolint:gosec // not user input
-		return false
+	took, err := s.src.TakeDelivered(ctx, delivered)
+	if err != nil {
+		log.Error("taking the bootstrap kubeconfig delivered through the shoot", "error", err)
 	}
-	if err := bootstrap.WriteSecretFile(path, delivered); err != nil {
-		log.Error("writing the delivered bootstrap kubeconfig", "path", path, "error", err)
-		return false
-	}
-	log.Info("a new bootstrap kubeconfig arrived through the shoot; bootstrapping with it", "path", path)
-	if err := s.src.Rebootstrap(ctx); err != nil {
-		log.Error("bootstrapping with the delivered kubeconfig", "error", err)
-		return false
-	}
-	return true
+	return took
 }

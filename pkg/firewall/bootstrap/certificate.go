@@ -7,11 +7,9 @@ package bootstrap
 import (
 	"context"
 	"crypto/ecdsa"
-	"crypto/elliptic"
 	"crypto/rand"
 	"crypto/x509"
 	"crypto/x509/pkix"
-	"encoding/pem"
 	"fmt"
 	"math/big"
 	"os"
@@ -19,6 +17,8 @@ import (
 	"time"
 
 	certificatesv1 "k8s.io/api/certificates/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -37,14 +37,13 @@ type Credential struct {
 }
 
 // RequestCertificate asks the seed for a client certificate of the firewall
-// namespace/name, valid for duration, authenticating with cfg. It waits
-// until the certificate is issued or the CSR is denied (the error then
-// carries the approver's reason).
-func RequestCertificate(ctx context.Context, cfg *rest.Config, namespace, name string, duration time.Duration) (*Credential, error) {
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return nil, err
-	}
+// namespace/name for key, valid for duration, authenticating with cfg. The
+// CSR has the one name the firewall's RBAC lets it read
+// (firewallv1alpha1.CSRName), replacing one left from an earlier attempt. It
+// waits until the
+// certificate is issued or the CSR is denied (the error then carries the
+// approver's reason).
+func RequestCertificate(ctx context.Context, cfg *rest.Config, namespace, name string, key *ecdsa.PrivateKey, duration time.Duration) (*Credential, error) {
 	csrPEM, err := certutil.MakeCSR(key, &pkix.Name{
 		CommonName:   firewallv1alpha1.AgentUserName(namespace, name),
 		Organization: []string{firewallv1alpha1.AgentGroup(namespace)},
@@ -56,28 +55,46 @@ func RequestCertificate(ctx context.Context, cfg *rest.Config, namespace, name s
 	if err != nil {
 		return nil, err
 	}
-	usages := []certificatesv1.KeyUsage{certificatesv1.UsageDigitalSignature, certificatesv1.UsageClientAuth}
-	reqName, uid, err := csr.RequestCertificateWithContext(ctx, cs, csrPEM, "", certificatesv1.KubeAPIServerClientSignerName, &duration, usages, key)
-	if err != nil {
-		return nil, fmt.Errorf("creating CSR: %w", err)
+	req := &certificatesv1.CertificateSigningRequest{
+		ObjectMeta: metav1.ObjectMeta{Name: firewallv1alpha1.CSRName(namespace, name)},
+		Spec: certificatesv1.CertificateSigningRequestSpec{
+			Request:           csrPEM,
+			SignerName:        certificatesv1.KubeAPIServerClientSignerName,
+			Usages:            []certificatesv1.KeyUsage{certificatesv1.UsageDigitalSignature, certificatesv1.UsageClientAuth},
+			ExpirationSeconds: csr.DurationToExpirationSeconds(duration),
+		},
 	}
-	certPEM, err := csr.WaitForCertificate(ctx, cs, reqName, uid)
+	created, err := create(ctx, cs, req)
 	if err != nil {
-		return nil, fmt.Errorf("CSR %s: %w", reqName, err)
+		return nil, fmt.Errorf("creating CSR %s: %w", req.Name, err)
+	}
+	certPEM, err := csr.WaitForCertificate(ctx, cs, created.Name, created.UID)
+	if err != nil {
+		return nil, fmt.Errorf("CSR %s: %w", created.Name, err)
 	}
 	certs, err := certutil.ParseCertsPEM(certPEM)
 	if err != nil || len(certs) == 0 {
-		return nil, fmt.Errorf("CSR %s: parsing the issued certificate: %w", reqName, err)
+		return nil, fmt.Errorf("CSR %s: parsing the issued certificate: %w", created.Name, err)
 	}
-	keyDER, err := x509.MarshalECPrivateKey(key)
+	keyPEM, err := EncodeKey(key)
 	if err != nil {
 		return nil, err
 	}
-	return &Credential{
-		CertificatePEM: certPEM,
-		KeyPEM:         pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}),
-		Certificate:    certs[0],
-	}, nil
+	return &Credential{CertificatePEM: certPEM, KeyPEM: keyPEM, Certificate: certs[0]}, nil
+}
+
+// create creates the CSR; one left by an earlier attempt (issued, denied or
+// pending) is deleted first: the firewall may read only this one name.
+func create(ctx context.Context, cs kubernetes.Interface, req *certificatesv1.CertificateSigningRequest) (*certificatesv1.CertificateSigningRequest, error) {
+	api := cs.CertificatesV1().CertificateSigningRequests()
+	created, err := api.Create(ctx, req, metav1.CreateOptions{})
+	if !apierrors.IsAlreadyExists(err) {
+		return created, err
+	}
+	if err := api.Delete(ctx, req.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+		return nil, fmt.Errorf("replacing the earlier CSR: %w", err)
+	}
+	return api.Create(ctx, req, metav1.CreateOptions{})
 }
 
 // RenewAt is a random moment between 70% and 90% of the certificate's

@@ -1,17 +1,21 @@
-// Package seed is the agent's seed source: it holds the agent's seed
-// credential (bootstrap token -> CSR -> client certificate, renewed before it
-// expires, bootstrapped again when the seed rejects it or moved), reads the
+// Package seedsource is the agent's seed source: it holds the agent's seed
+// credential (boot token -> CSR -> client certificate for the agent's one
+// identity key, renewed before it expires, bootstrapped again when the seed
+// rejects it or moved), reads the
 // firewall's own Firewall object and writes the agent's heartbeat into its
 // status.
 package seedsource
 
 import (
+	"bytes"
 	"context"
+	"crypto/ecdsa"
 	"crypto/x509"
 	"errors"
 	"fmt"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -26,6 +30,7 @@ import (
 	agentconfigv1alpha1 "github.com/metal-firewall/gardener-extension-firewall/pkg/apis/agentconfig/v1alpha1"
 	fwv1alpha1 "github.com/metal-firewall/gardener-extension-firewall/pkg/apis/firewall/v1alpha1"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/firewall/bootstrap"
+	"github.com/metal-firewall/gardener-extension-firewall/pkg/utils/seal"
 )
 
 // DefaultCertificateDuration is the validity the agent asks for; the
@@ -47,6 +52,8 @@ type Source struct {
 	cert    *x509.Certificate
 	server  string
 	renewAt time.Time
+	// key is the agent's identity key, loaded (or made) on first use.
+	key *ecdsa.PrivateKey
 }
 
 var scheme = func() *runtime.Scheme {
@@ -100,10 +107,50 @@ func (s *Source) Secret(ctx context.Context, name string) (*corev1.Secret, error
 	return secret, s.client.Get(ctx, client.ObjectKey{Namespace: s.Config.Namespace, Name: name}, secret)
 }
 
-// Rebootstrap drops the current credential and bootstraps with the bootstrap
-// kubeconfig on disk: a new one arrived (after a migration, through the shoot).
-func (s *Source) Rebootstrap(ctx context.Context) error {
-	return s.bootstrap(ctx)
+// TakeDelivered opens a bootstrap kubeconfig delivered through the shoot
+// (after a control plane migration), sealed to this agent's key for this
+// firewall, and bootstraps with it when it is new. It tells whether it did.
+// A box that does not open (another key, another firewall, tampered) is
+// refused: only this machine can use what the new seed delivered.
+func (s *Source) TakeDelivered(ctx context.Context, sealed []byte) (bool, error) {
+	key, err := s.identityKey()
+	if err != nil {
+		return false, err
+	}
+	kubeconfig, err := seal.Open(key, s.Config.Namespace, s.Name, sealed)
+	if err != nil {
+		return false, fmt.Errorf("the delivered bootstrap kubeconfig: %w", err)
+	}
+	path := s.Config.BootstrapKubeconfig
+	if current, err := os.ReadFile(path); err == nil && bytes.Equal(current, kubeconfig) {
+		return false, nil
+	}
+	if err := bootstrap.WriteSecretFile(path, kubeconfig); err != nil {
+		return false, fmt.Errorf("writing the delivered bootstrap kubeconfig to %s: %w", path, err)
+	}
+	s.Log.Info("a new bootstrap kubeconfig arrived through the shoot; bootstrapping with it", "path", path)
+	if err := s.bootstrap(ctx); err != nil {
+		return false, fmt.Errorf("bootstrapping with the delivered kubeconfig: %w", err)
+	}
+	return true, nil
+}
+
+// identityKey is the agent's identity key: loaded from its file, or made
+// and written there on first use.
+func (s *Source) identityKey() (*ecdsa.PrivateKey, error) {
+	if s.key != nil {
+		return s.key, nil
+	}
+	path := s.Config.IdentityKey
+	if path == "" {
+		path = filepath.Join(filepath.Dir(s.Config.Kubeconfig), filepath.Base(agentconfigv1alpha1.IdentityKeyPath))
+	}
+	key, err := bootstrap.LoadOrCreateKey(path)
+	if err != nil {
+		return nil, err
+	}
+	s.key = key
+	return key, nil
 }
 
 // Heartbeat writes the agent's status: version, the time of this run, and
@@ -206,7 +253,11 @@ func (s *Source) request(ctx context.Context, cfg *rest.Config) error {
 	}
 	reqCtx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
-	cred, err := bootstrap.RequestCertificate(reqCtx, cfg, s.Config.Namespace, s.Name, duration)
+	key, err := s.identityKey()
+	if err != nil {
+		return err
+	}
+	cred, err := bootstrap.RequestCertificate(reqCtx, cfg, s.Config.Namespace, s.Name, key, duration)
 	if err != nil {
 		return err
 	}

@@ -13,7 +13,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	firewallv1alpha1 "github.com/metal-firewall/gardener-extension-firewall/pkg/apis/firewall/v1alpha1"
@@ -80,11 +79,11 @@ var _ = Describe("Firewall extension end to end", func() {
 		Expect(err).NotTo(HaveOccurred(), string(nft))
 		Expect(string(nft)).To(ContainSubstring("10.250.0.0/16"))
 
-		By("the bootstrap token is gone once the agent holds its certificate")
-		Eventually(func() []corev1.Secret {
-			list := &corev1.SecretList{}
-			Expect(c.List(ctx, list, client.InNamespace(metav1.NamespaceSystem), client.HasLabels{"firewall.metal-firewall.io/namespace"})).To(Succeed())
-			return list.Items
+		By("the boot identity is gone once the agent holds its certificate, and with it every boot token")
+		Eventually(func() []corev1.ServiceAccount {
+			sas, err := framework.BootServiceAccounts(ctx, c, namespace)
+			Expect(err).NotTo(HaveOccurred())
+			return sas
 		}).WithTimeout(time.Minute).Should(BeEmpty())
 
 		By("deleting the Extension releases the machine")

@@ -4,19 +4,25 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -25,6 +31,7 @@ import (
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/constants"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/controller/manager/machine/local"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/utils/netns"
+	"github.com/metal-firewall/gardener-extension-firewall/pkg/utils/seal"
 	"github.com/metal-firewall/gardener-extension-firewall/test/framework"
 	"github.com/metal-firewall/gardener-extension-firewall/test/roottest"
 	"github.com/metal-firewall/gardener-extension-firewall/test/testenv"
@@ -37,11 +44,59 @@ func seedFirewalls(ctx context.Context, c client.Client, namespace string) []fir
 	return fws
 }
 
-func agentTokens(ctx context.Context, c client.Client, namespace string) []corev1.Secret {
+func bootServiceAccounts(ctx context.Context, c client.Client, namespace string) []corev1.ServiceAccount {
 	GinkgoHelper()
-	tokens, err := framework.AgentTokens(ctx, c, namespace)
+	sas, err := framework.BootServiceAccounts(ctx, c, namespace)
 	Expect(err).NotTo(HaveOccurred())
-	return tokens
+	return sas
+}
+
+// harvest collects, as the shoot's admin would, every value of every Secret
+// in the shoot's firewall namespace until stopped.
+func harvest(ctx context.Context, shoot client.Client) (stop func() map[string][]byte) {
+	seen := map[string][]byte{}
+	done := make(chan struct{})
+	stopped := make(chan struct{})
+	go func() {
+		defer close(stopped)
+		for {
+			list := &corev1.SecretList{}
+			if err := shoot.List(ctx, list, client.InNamespace(constants.ShootNamespace)); err == nil {
+				for _, s := range list.Items {
+					for k, v := range s.Data {
+						seen[s.Name+"/"+k] = v
+					}
+				}
+			}
+			select {
+			case <-done:
+				return
+			case <-time.After(100 * time.Millisecond):
+			}
+		}
+	}()
+	return func() map[string][]byte { close(done); <-stopped; return seen }
+}
+
+// authenticates tells whether value, used as a bearer token or as a
+// kubeconfig, authenticates at the control plane.
+func authenticates(ctx context.Context, cp *testenv.ControlPlane, value []byte) bool {
+	GinkgoHelper()
+	cfgs := []*rest.Config{cp.WithBearerToken(strings.TrimSpace(string(value)))}
+	if cfg, err := clientcmd.RESTConfigFromKubeConfig(value); err == nil {
+		cfg.Host, cfg.CAData = cp.Config.Host, cp.Config.CAData
+		cfgs = append(cfgs, cfg)
+	}
+	for _, cfg := range cfgs {
+		cs, err := kubernetes.NewForConfig(cfg)
+		if err != nil {
+			continue
+		}
+		if _, err := cs.AuthenticationV1().SelfSubjectReviews().Create(ctx, &authenticationv1.SelfSubjectReview{}, metav1.CreateOptions{}); err == nil {
+			return true
+		}
+	}
+	return false
 }
 
 var _ = Describe("Control plane migration end to end", func() {
@@ -190,13 +245,14 @@ var _ = Describe("Control plane migration end to end", func() {
 		state, err := framework.Migrate(ctx, cA, ex, time.Minute)
 		Expect(err).NotTo(HaveOccurred())
 		Expect(seedFirewalls(ctx, cA, namespace)).To(BeEmpty())
-		Expect(agentTokens(ctx, cA, namespace)).To(BeEmpty(), "seed A's bootstrap tokens are revoked")
+		Expect(bootServiceAccounts(ctx, cA, namespace)).To(BeEmpty(), "seed A's boot tokens are revoked")
 		Expect(cA.Get(ctx, client.ObjectKey{Name: firewallv1alpha1.AgentUserName(namespace, fwName)}, &rbacv1.ClusterRoleBinding{})).To(Satisfy(apierrors.IsNotFound),
 			"seed A grants the agent nothing any more")
 		echo("between migrate and restore: the machine forwards with its last rules")
 		newConnectionDropped()
 
-		By("restoring in seed B as gardenlet does: wait-for-state, the state, then restore")
+		By("restoring in seed B as gardenlet does: wait-for-state, the state, then restore; the shoot's admin reads every Secret of the firewall namespace meanwhile")
+		stopHarvest := harvest(ctx, cShoot)
 		prepareShootNamespace(ctx, cB, namespace, shoot)
 		// The agent may reach seed B before the restore is reported done.
 		restoring := time.Now()
@@ -218,11 +274,24 @@ var _ = Describe("Control plane migration end to end", func() {
 		Expect(fwB.Status.AgentStatus.LastRunAgainstSeed.Time).To(BeTemporally(">", restoring.Add(-time.Second)), "a report into seed B (the time has seconds only)")
 		Expect(provider.Created()).To(Equal(int32(1)), "never a second machine")
 
+		By("what the shoot's admin read in the shoot authenticates at no seed")
+		harvested := stopHarvest()
+		delivered := firewallv1alpha1.DeliveredBootstrapSecretName(fwName) + "/" + firewallv1alpha1.DeliveredBootstrapKey
+		Expect(harvested).To(HaveKey(delivered), "the admin saw the delivered bootstrap kubeconfig: the harness can catch a leak")
+		envelope := seal.Envelope{}
+		Expect(json.Unmarshal(harvested[delivered], &envelope)).To(Succeed())
+		Expect(envelope.Version).To(Equal(seal.Version), "sealed to the machine's key")
+		for name, value := range harvested {
+			for _, cp := range []*testenv.ControlPlane{seedA, seedB} {
+				Expect(authenticates(ctx, cp, value)).To(BeFalse(), "%s authenticates at %s", name, cp.Name)
+			}
+		}
+
 		By("the delivered kubeconfig is withdrawn from the shoot and the new token revoked")
 		Eventually(func() bool {
 			return apierrors.IsNotFound(cShoot.Get(ctx, client.ObjectKey{Namespace: constants.ShootNamespace, Name: firewallv1alpha1.DeliveredBootstrapSecretName(fwName)}, &corev1.Secret{}))
 		}).Should(BeTrue())
-		Eventually(func() []corev1.Secret { return agentTokens(ctx, cB, namespace) }).Should(BeEmpty())
+		Eventually(func() []corev1.ServiceAccount { return bootServiceAccounts(ctx, cB, namespace) }).Should(BeEmpty())
 
 		By("the connection opened before the migration still carries data; new ones are still dropped")
 		echo("after the migration")

@@ -58,7 +58,7 @@ func startSeed(name string) *seedEnv {
 	mgr, err := manager.New(cp.Config, manager.Options{Scheme: scheme, Metrics: metricsserver.Options{BindAddress: "0"},
 		Controller: config.Controller{SkipNameValidation: ptr.To(true)}})
 	Expect(err).NotTo(HaveOccurred())
-	Expect((&csrapprover.Reconciler{}).AddToManager(mgr)).To(Succeed())
+	Expect((&csrapprover.Reconciler{BootNamespace: bootNamespace}).AddToManager(mgr)).To(Succeed())
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {

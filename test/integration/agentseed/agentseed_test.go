@@ -48,19 +48,25 @@ func (r *recorder) Last() string {
 	return r.last
 }
 
-const namespace = "shoot--p--agent"
+const (
+	namespace = "shoot--p--agent"
+	// bootNamespace holds the boot ServiceAccounts, as the extension's namespace does.
+	bootNamespace = "extension-firewall"
+)
 
 // prepareSeed creates what the extension creates for a firewall in a seed:
 // the Firewall, its RBAC and a bootstrap kubeconfig, which it writes to path.
 func prepareSeed(ctx SpecContext, s *seedEnv, name, prefix, path string) {
-	Expect(client.IgnoreAlreadyExists(s.client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}}))).To(Succeed())
+	for _, ns := range []string{namespace, bootNamespace} {
+		Expect(client.IgnoreAlreadyExists(s.client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))).To(Succeed())
+	}
 	Expect(s.client.Create(ctx, &firewallv1alpha1.Firewall{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace},
 		Spec: firewallv1alpha1.FirewallSpec{Size: "s", Image: "i", Partition: "p", Project: "p", Networks: []string{"n"},
 			FirewallTrafficSpec: firewallv1alpha1.FirewallTrafficSpec{InternalPrefixes: []string{prefix}}},
 	})).To(Succeed())
-	Expect(credentials.EnsureAgentRBAC(ctx, s.client, namespace, name, nil)).To(Succeed())
-	tok, err := credentials.EnsureBootstrapToken(ctx, s.client, namespace, name, time.Hour, time.Now())
+	Expect(credentials.EnsureAgentRBAC(ctx, s.client, bootNamespace, namespace, name, nil)).To(Succeed())
+	tok, err := credentials.EnsureBootCredential(ctx, s.client, bootNamespace, namespace, name, time.Hour)
 	Expect(err).NotTo(HaveOccurred())
 	kubeconfig, err := credentials.BootstrapKubeconfig(s.cp.Config.Host, s.cp.Config.CAData, tok.Token)
 	Expect(err).NotTo(HaveOccurred())
@@ -110,7 +116,10 @@ controllers:
 		data, err := os.ReadFile(seedPath)
 		Expect(err).NotTo(HaveOccurred())
 		Expect(string(data)).To(ContainSubstring("client-key-data"))
-		Expect(string(data)).NotTo(ContainSubstring("token:"), "the bootstrap token is not kept")
+		Expect(string(data)).NotTo(ContainSubstring("token:"), "the boot token is not kept")
+		key, err := os.Stat(filepath.Join(dir, "agent.key"))
+		Expect(err).NotTo(HaveOccurred(), "the identity key lives beside the seed kubeconfig")
+		Expect(key.Mode().Perm()).To(Equal(os.FileMode(0o600)))
 		Eventually(heartbeat(ctx, seedA)).WithTimeout(30 * time.Second).Should(Equal("v-test"))
 
 		By("re-applying when the Firewall changes in the seed")
@@ -139,7 +148,6 @@ controllers:
 			Name:   "fw-renew", Log: slog.New(slog.NewTextHandler(GinkgoWriter, nil)), CertificateDuration: time.Hour,
 			Now: func() time.Time { return now },
 		}
-		// kube-apiserver reads a new bootstrap token from an informer: the first try may be early.
 		var fw *firewallv1alpha1.Firewall
 		Eventually(func() (err error) {
 			fw, err = src.Firewall(ctx)
@@ -148,8 +156,8 @@ controllers:
 		Expect(fw.Spec.InternalPrefixes).To(Equal([]string{"10.12.0.0/24"}))
 		first := certificateSerial(filepath.Join(dir, "seed.kubeconfig"))
 
-		By("the bootstrap token is gone by now: renewal must use the certificate")
-		Expect(credentials.DeleteBootstrapTokens(ctx, seedA.client, namespace, "fw-renew")).To(Succeed())
+		By("the boot credential is gone by now: renewal must use the certificate")
+		Expect(credentials.DeleteBootCredentials(ctx, seedA.client, bootNamespace, namespace, "fw-renew")).To(Succeed())
 		now = now.Add(55 * time.Minute)
 		_, err := src.Firewall(ctx)
 		Expect(err).NotTo(HaveOccurred())

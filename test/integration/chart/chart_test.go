@@ -7,6 +7,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
+	"encoding/json"
 	"encoding/pem"
 	"fmt"
 	"net/http"
@@ -34,13 +35,15 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	bootstraptokenapi "k8s.io/cluster-bootstrap/token/api"
+	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/metal-firewall/gardener-extension-firewall/cmd/gardener-extension-firewall/app"
+	agentconfigv1alpha1 "github.com/metal-firewall/gardener-extension-firewall/pkg/apis/agentconfig/v1alpha1"
 	firewallv1alpha1 "github.com/metal-firewall/gardener-extension-firewall/pkg/apis/firewall/v1alpha1"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/constants"
+	"github.com/metal-firewall/gardener-extension-firewall/pkg/utils/seal"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/webhook/envoyfilter"
 	"github.com/metal-firewall/gardener-extension-firewall/test/testenv"
 )
@@ -132,10 +135,27 @@ func firewalls(ctx SpecContext, namespace string) []firewallv1alpha1.Firewall {
 	return list.Items
 }
 
-func bootstrapTokens(ctx SpecContext, namespace string) []corev1.Secret {
-	list := &corev1.SecretList{}
-	Expect(admin.List(ctx, list, client.InNamespace(metav1.NamespaceSystem), client.MatchingLabels{constants.LabelFirewallNamespace: namespace})).To(Succeed())
+// bootServiceAccounts are the boot identities of the shoot's firewalls, in
+// the extension's namespace: while one exists, its boot tokens authenticate.
+func bootServiceAccounts(ctx SpecContext, namespace string) []corev1.ServiceAccount {
+	list := &corev1.ServiceAccountList{}
+	Expect(admin.List(ctx, list, client.InNamespace(releaseNamespace), client.MatchingLabels{constants.LabelFirewallNamespace: namespace})).To(Succeed())
 	return list.Items
+}
+
+// bootToken is the token in the boot kubeconfig a machine got in its userdata.
+func bootToken(machineID string) string {
+	for _, f := range provider.Userdata(machineID) {
+		if f.Path == agentconfigv1alpha1.BootstrapKubeconfigPath {
+			cfg, err := clientcmd.Load(f.Content)
+			Expect(err).NotTo(HaveOccurred())
+			for _, auth := range cfg.AuthInfos {
+				return auth.Token
+			}
+		}
+	}
+	Fail("the machine got no boot kubeconfig")
+	return ""
 }
 
 // csrFor is a firewall agent's client CSR.
@@ -147,7 +167,7 @@ func csrFor(namespace, name string) *certificatesv1.CertificateSigningRequest {
 	}}, key)
 	Expect(err).NotTo(HaveOccurred())
 	return &certificatesv1.CertificateSigningRequest{
-		ObjectMeta: metav1.ObjectMeta{GenerateName: "firewall-"},
+		ObjectMeta: metav1.ObjectMeta{Name: firewallv1alpha1.CSRName(namespace, name)},
 		Spec: certificatesv1.CertificateSigningRequestSpec{
 			Request:           pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE REQUEST", Bytes: der}),
 			SignerName:        certificatesv1.KubeAPIServerClientSignerName,
@@ -239,10 +259,9 @@ var _ = Describe("The extension under the chart's RBAC", func() {
 		Expect(admin.Get(ctx, client.ObjectKey{Name: firewallv1alpha1.AgentUserName(namespace, fw.Name)}, &rbacv1.ClusterRoleBinding{})).To(Succeed())
 		Expect(admin.Get(ctx, client.ObjectKey{Namespace: namespace, Name: firewallv1alpha1.AgentUserName(namespace, fw.Name)}, &rbacv1.Role{})).To(Succeed())
 
-		By("the agent asks for its certificate with its bootstrap token")
-		tokens := bootstrapTokens(ctx, namespace)
-		Expect(tokens).To(HaveLen(1))
-		token := string(tokens[0].Data[bootstraptokenapi.BootstrapTokenIDKey]) + "." + string(tokens[0].Data[bootstraptokenapi.BootstrapTokenSecretKey])
+		By("the agent asks for its certificate with its boot token, a ServiceAccount token the chart's RBAC let the extension mint in its own namespace")
+		Expect(bootServiceAccounts(ctx, namespace)).To(HaveLen(1))
+		token := bootToken(machineID)
 		agent, err := client.New(cp.WithBearerToken(token), client.Options{Scheme: scheme})
 		Expect(err).NotTo(HaveOccurred())
 		csr := csrFor(namespace, fw.Name)
@@ -251,6 +270,7 @@ var _ = Describe("The extension under the chart's RBAC", func() {
 
 		By("a CSR for that firewall from anyone else is denied")
 		stranger := csrFor(namespace, fw.Name)
+		stranger.Name, stranger.GenerateName = "", "stranger-"
 		Expect(admin.Create(ctx, stranger)).To(Succeed())
 		Eventually(decision(ctx, stranger)).Should(Equal(certificatesv1.CertificateDenied))
 
@@ -263,7 +283,7 @@ var _ = Describe("The extension under the chart's RBAC", func() {
 			g.Expect(admin.Status().Patch(ctx, current, patch)).To(Succeed())
 			g.Expect(meta.IsStatusConditionTrue(current.Status.Conditions, firewallv1alpha1.ConditionReady)).To(BeTrue())
 		}).Should(Succeed())
-		Eventually(func() []corev1.Secret { return bootstrapTokens(ctx, namespace) }).Should(BeEmpty())
+		Eventually(func() []corev1.ServiceAccount { return bootServiceAccounts(ctx, namespace) }).Should(BeEmpty())
 		Eventually(func() gardencorev1beta1.ConditionStatus {
 			Expect(admin.Get(ctx, client.ObjectKeyFromObject(ex), ex)).To(Succeed())
 			for _, c := range ex.Status.Conditions {
@@ -302,15 +322,20 @@ var _ = Describe("The extension under the chart's RBAC", func() {
 			g.Expect(fws[0].Status.MachineStatus).NotTo(BeNil())
 			g.Expect(fws[0].Status.MachineStatus.MachineID).To(Equal(machineID))
 		}).Should(Succeed())
+		delivered := &corev1.Secret{}
 		Eventually(func() error {
-			return admin.Get(ctx, client.ObjectKey{Namespace: constants.ShootNamespace, Name: firewallv1alpha1.DeliveredBootstrapSecretName(fw.Name)}, &corev1.Secret{})
+			return admin.Get(ctx, client.ObjectKey{Namespace: constants.ShootNamespace, Name: firewallv1alpha1.DeliveredBootstrapSecretName(fw.Name)}, delivered)
 		}).Should(Succeed(), "the new bootstrap kubeconfig is delivered through the shoot (read from the seed's gardener Secret)")
+		envelope := seal.Envelope{}
+		Expect(json.Unmarshal(delivered.Data[firewallv1alpha1.DeliveredBootstrapKey], &envelope)).To(Succeed(), "sealed to the agent's key the approver pinned")
+		Expect(envelope.Version).To(Equal(seal.Version))
+		Expect(string(delivered.Data[firewallv1alpha1.DeliveredBootstrapKey])).NotTo(ContainSubstring("token"))
 
 		By("deleting")
 		Expect(admin.Delete(ctx, ex)).To(Succeed())
 		Eventually(gone(ctx, ex)).Should(BeTrue())
 		Expect(provider.IDs()).NotTo(ContainElement(machineID))
-		Expect(bootstrapTokens(ctx, namespace)).To(BeEmpty())
+		Expect(bootServiceAccounts(ctx, namespace)).To(BeEmpty())
 		Expect(admin.Get(ctx, client.ObjectKey{Name: firewallv1alpha1.AgentUserName(namespace, fw.Name)}, &rbacv1.ClusterRoleBinding{})).To(Satisfy(apierrors.IsNotFound))
 	})
 

@@ -5,8 +5,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gardener/gardener/pkg/component/extensions/operatingsystemconfig/original/components/nodeagent"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -30,6 +33,10 @@ var (
 	testClient client.Client
 )
 
+// bootNamespace holds the firewalls' boot ServiceAccounts, as the extension's
+// namespace does in a seed.
+const bootNamespace = "extension-firewall-boot"
+
 var _ = BeforeSuite(func() {
 	// CI runs the suites in parallel on two cores: give the real components time.
 	SetDefaultEventuallyTimeout(30 * time.Second)
@@ -45,10 +52,18 @@ var _ = BeforeSuite(func() {
 
 	testClient, err = client.New(seed.Config, client.Options{Scheme: scheme})
 	Expect(err).NotTo(HaveOccurred())
+	Expect(testClient.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: bootNamespace}})).To(Succeed())
+
+	// What every Gardener shoot, so every ManagedSeed, carries: kubelet TLS
+	// bootstrap and node client certificate auto-approval for the group
+	// system:bootstrappers (Gardener's own code makes the objects).
+	for _, obj := range nodeagent.GetCertificateSigningRequestClusterRoleBindings() {
+		Expect(testClient.Create(context.Background(), obj)).To(Succeed())
+	}
 
 	mgr, err := manager.New(seed.Config, manager.Options{Scheme: scheme, Metrics: metricsserver.Options{BindAddress: "0"}})
 	Expect(err).NotTo(HaveOccurred())
-	Expect((&csrapprover.Reconciler{}).AddToManager(mgr)).To(Succeed())
+	Expect((&csrapprover.Reconciler{BootNamespace: bootNamespace}).AddToManager(mgr)).To(Succeed())
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {

@@ -8,6 +8,8 @@ import (
 	"github.com/gardener/gardener/pkg/client/kubernetes"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -56,6 +58,9 @@ var _ = BeforeSuite(func() {
 	seedB = startSeed("seed-b")
 })
 
+// bootNamespace holds the boot ServiceAccounts, as the extension's namespace does.
+const bootNamespace = "extension-firewall"
+
 // startSeed starts a control plane and, in it, the extension: Gardener's
 // generic Extension reconciler with the firewall actuator (acting on the
 // operation annotation, as with gardenlet), and the firewall
@@ -67,6 +72,7 @@ func startSeed(name string) *seedEnv {
 
 	c, err := client.New(cp.Config, client.Options{Scheme: scheme})
 	Expect(err).NotTo(HaveOccurred())
+	Expect(c.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: bootNamespace}})).To(Succeed())
 
 	mgr, err := manager.New(cp.Config, manager.Options{
 		Scheme:     scheme,
@@ -75,13 +81,13 @@ func startSeed(name string) *seedEnv {
 	})
 	Expect(err).NotTo(HaveOccurred())
 	ctx, cancel := context.WithCancel(context.Background())
-	Expect(firewallcontroller.AddToManagerWithOptions(ctx, mgr, firewallcontroller.AddOptions{})).To(Succeed())
+	Expect(firewallcontroller.AddToManagerWithOptions(ctx, mgr, firewallcontroller.AddOptions{BootNamespace: bootNamespace})).To(Succeed())
 	Expect(healthcheck.AddToManager(mgr, 2*time.Second)).To(Succeed())
 	Expect(firewallmanager.AddToManager(mgr, firewallmanager.Options{
 		Provider:         provider,
 		HeartbeatTimeout: firewallmanager.DefaultHeartbeatTimeout,
 		Bootstrap: &firewallmachine.Bootstrap{
-			Server: cp.Config.Host, CAData: cp.Config.CAData, SecretNames: []string{constants.ShootAccessSecretName},
+			Server: cp.Config.Host, CAData: cp.Config.CAData, Namespace: bootNamespace, SecretNames: []string{constants.ShootAccessSecretName},
 		},
 	})).To(Succeed())
 	done := make(chan struct{})

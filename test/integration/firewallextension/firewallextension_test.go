@@ -110,9 +110,11 @@ func beatAndCountReady(ctx SpecContext, s *seedEnv, namespace string) func() []s
 	}
 }
 
-func bootstrapTokens(ctx SpecContext, s *seedEnv, namespace string) []corev1.Secret {
-	list := &corev1.SecretList{}
-	Expect(s.client.List(ctx, list, client.InNamespace(metav1.NamespaceSystem), client.MatchingLabels{constants.LabelFirewallNamespace: namespace})).To(Succeed())
+// bootServiceAccounts are the shoot's firewalls' boot ServiceAccounts: while
+// one exists, its boot token authenticates.
+func bootServiceAccounts(ctx SpecContext, s *seedEnv, namespace string) []corev1.ServiceAccount {
+	list := &corev1.ServiceAccountList{}
+	Expect(s.client.List(ctx, list, client.InNamespace(bootNamespace), client.MatchingLabels{constants.LabelFirewallNamespace: namespace})).To(Succeed())
 	return list.Items
 }
 
@@ -207,12 +209,9 @@ var _ = Describe("Extension firewall", func() {
 		Expect(seedA.client.List(ctx, all)).To(Succeed())
 		for _, s := range all.Items {
 			Expect(s.Type).NotTo(Equal(corev1.SecretTypeServiceAccountToken), "%s/%s", s.Namespace, s.Name)
-			if s.Type == bootstraptokenapi.SecretTypeBootstrapToken {
-				exp, err := time.Parse(time.RFC3339, string(s.Data[bootstraptokenapi.BootstrapTokenExpirationKey]))
-				Expect(err).NotTo(HaveOccurred(), "every bootstrap token expires")
-				Expect(exp).To(BeTemporally("<=", time.Now().Add(time.Hour)))
-			}
+			Expect(s.Type).NotTo(Equal(bootstraptokenapi.SecretTypeBootstrapToken), "%s/%s: a bootstrap token's group may become a node on a ManagedSeed", s.Namespace, s.Name)
 		}
+		Expect(bootServiceAccounts(ctx, seedA, namespace)).To(BeEmpty(), "the boot identity went when the agent connected: its tokens authenticate no more")
 
 		By("migrating away from seed A")
 		Expect(seedA.client.Get(ctx, client.ObjectKeyFromObject(ex), ex)).To(Succeed())
@@ -226,7 +225,7 @@ var _ = Describe("Extension firewall", func() {
 		Eventually(func() bool { return apierrors.IsNotFound(seedA.client.Get(ctx, client.ObjectKeyFromObject(ex), ex)) }).Should(BeTrue())
 		Expect(firewalls(ctx, seedA, namespace)).To(BeEmpty(), "no firewall object is left in seed A")
 		Expect(seedA.client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: "firewall"}, &firewallv1alpha1.FirewallDeployment{})).To(Satisfy(apierrors.IsNotFound))
-		Expect(bootstrapTokens(ctx, seedA, namespace)).To(BeEmpty(), "seed A's bootstrap tokens are revoked")
+		Expect(bootServiceAccounts(ctx, seedA, namespace)).To(BeEmpty(), "seed A's boot tokens are revoked")
 		Expect(seedA.client.Get(ctx, client.ObjectKey{Name: firewallv1alpha1.AgentUserName(namespace, fwA.Name)}, &rbacv1.ClusterRoleBinding{})).To(Satisfy(apierrors.IsNotFound))
 		Expect(provider.IDs()).To(ContainElement(machineID), "the machine keeps running through the migration")
 		Expect(seedA.client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: constants.ShootManagedResourceName}, &resourcesv1alpha1.ManagedResource{})).
@@ -268,7 +267,7 @@ var _ = Describe("Extension firewall", func() {
 		Expect(seedB.client.Delete(ctx, exB)).To(Succeed())
 		Eventually(func() bool { return apierrors.IsNotFound(seedB.client.Get(ctx, client.ObjectKeyFromObject(exB), exB)) }).WithTimeout(time.Minute).Should(BeTrue())
 		Expect(provider.IDs()).NotTo(ContainElement(machineID), "the machine is released")
-		Expect(bootstrapTokens(ctx, seedB, namespace)).To(BeEmpty())
+		Expect(bootServiceAccounts(ctx, seedB, namespace)).To(BeEmpty())
 		Expect(seedB.client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: "shoot-access-firewall-agent"}, &corev1.Secret{})).To(Satisfy(apierrors.IsNotFound))
 		Expect(seedB.client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: constants.ShootManagedResourceName}, &resourcesv1alpha1.ManagedResource{})).To(Satisfy(apierrors.IsNotFound))
 	})
@@ -302,13 +301,13 @@ var _ = Describe("Migrate killed half-way", func() {
 
 		By("the first run saves the state, deletes the Firewall and dies")
 		Expect(seedA.client.Get(ctx, client.ObjectKeyFromObject(ex), ex)).To(Succeed())
-		err := firewallcontroller.NewActuator(failingSetDeletes{seedA.client}, seedA.client).Migrate(ctx, logr.Discard(), ex)
+		err := firewallcontroller.NewActuator(failingSetDeletes{seedA.client}, seedA.client, bootNamespace).Migrate(ctx, logr.Discard(), ex)
 		Expect(err).To(MatchError(ContainSubstring("killed before deleting the FirewallSet")))
 		Eventually(func() []firewallv1alpha1.Firewall { return firewalls(ctx, seedA, namespace) }).Should(BeEmpty())
 
 		By("the restarted extension runs Migrate again")
 		Expect(seedA.client.Get(ctx, client.ObjectKeyFromObject(ex), ex)).To(Succeed())
-		Expect(firewallcontroller.NewActuator(seedA.client, seedA.client).Migrate(ctx, logr.Discard(), ex)).To(Succeed())
+		Expect(firewallcontroller.NewActuator(seedA.client, seedA.client, bootNamespace).Migrate(ctx, logr.Discard(), ex)).To(Succeed())
 		Expect(seedA.client.Get(ctx, client.ObjectKeyFromObject(ex), ex)).To(Succeed())
 		Expect(string(ex.Status.State.Raw)).To(ContainSubstring(machineID), "the deleted Firewall's machine is still in the state")
 		sets := &firewallv1alpha1.FirewallSetList{}

@@ -20,6 +20,7 @@ import (
 	firewallmanager "github.com/metal-firewall/gardener-extension-firewall/pkg/controller/manager"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/controller/manager/firewallmachine"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/controller/manager/machine/machinetest"
+	"github.com/metal-firewall/gardener-extension-firewall/pkg/credentials"
 )
 
 var _ = Describe("Firewall manager", func() {
@@ -266,9 +267,10 @@ var _ = Describe("Firewall manager", func() {
 		Expect(provider.Created).To(BeZero())
 	})
 
-	It("gives each firewall a bootstrap kubeconfig and RBAC, and drops the token once the agent is connected", func(ctx SpecContext) {
+	It("gives each firewall a boot kubeconfig and RBAC, and revokes the token once the agent is connected", func(ctx SpecContext) {
+		bootNamespace := newNamespace(ctx)
 		startManager(namespace, provider, func(o *firewallmanager.Options) {
-			o.Bootstrap = &firewallmachine.Bootstrap{Server: seed.Config.Host, CAData: seed.Config.CAData, SecretNames: []string{"shoot-access-firewall-agent"}}
+			o.Bootstrap = &firewallmachine.Bootstrap{Server: seed.Config.Host, CAData: seed.Config.CAData, Namespace: bootNamespace, SecretNames: []string{"shoot-access-firewall-agent"}}
 		})
 		Expect(testClient.Create(ctx, deployment)).To(Succeed())
 		Eventually(provider.IDs).WithTimeout(time.Minute).Should(HaveLen(1))
@@ -281,25 +283,22 @@ var _ = Describe("Firewall manager", func() {
 				Expect(f.Mode.Perm()).To(BeEquivalentTo(0o600))
 			}
 		}
-		Expect(kubeconfig).NotTo(BeEmpty(), "the machine got a bootstrap kubeconfig")
+		Expect(kubeconfig).NotTo(BeEmpty(), "the machine got a boot kubeconfig")
 		cfg, err := clientcmd.RESTConfigFromKubeConfig(kubeconfig)
 		Expect(err).NotTo(HaveOccurred())
 		cs, err := kubernetes.NewForConfig(cfg)
 		Expect(err).NotTo(HaveOccurred())
-		// kube-apiserver reads bootstrap tokens from an informer: a new one takes a moment.
-		var review *authenticationv1.SelfSubjectReview
-		Eventually(func() (err error) {
-			review, err = cs.AuthenticationV1().SelfSubjectReviews().Create(ctx, &authenticationv1.SelfSubjectReview{}, metav1.CreateOptions{})
-			return err
-		}).WithTimeout(30 * time.Second).Should(Succeed())
-		Expect(review.Status.UserInfo.Username).To(HavePrefix("system:bootstrap:"))
-		Expect(review.Status.UserInfo.Groups).To(ContainElement(firewallv1alpha1.BootstrapGroup(namespace, fw.Name)))
+		review, err := cs.AuthenticationV1().SelfSubjectReviews().Create(ctx, &authenticationv1.SelfSubjectReview{}, metav1.CreateOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(review.Status.UserInfo.Username).To(Equal(credentials.BootUser(bootNamespace, namespace, fw.Name)))
+		Expect(review.Status.UserInfo.Groups).NotTo(ContainElement("system:bootstrappers"), "the group every Gardener seed lets become a node")
+		Expect(review.Status.UserInfo.Groups).To(ConsistOf("system:serviceaccounts", "system:serviceaccounts:"+bootNamespace, "system:authenticated"))
 
 		role := &rbacv1.Role{}
 		Expect(testClient.Get(ctx, client.ObjectKey{Namespace: namespace, Name: firewallv1alpha1.AgentUserName(namespace, fw.Name)}, role)).To(Succeed())
 		Expect(role.Rules).To(ContainElement(HaveField("ResourceNames", Equal([]string{"shoot-access-firewall-agent"}))))
 
-		By("the agent connects: the token is no longer needed")
+		By("the agent connects: the boot ServiceAccount goes, and with it every token")
 		Eventually(readyFirewalls(ctx, namespace)).WithTimeout(time.Minute).Should(HaveLen(1))
 		Eventually(func() error {
 			_, err := cs.AuthenticationV1().SelfSubjectReviews().Create(ctx, &authenticationv1.SelfSubjectReview{}, metav1.CreateOptions{})
@@ -312,5 +311,35 @@ var _ = Describe("Firewall manager", func() {
 			return apierrors.IsNotFound(testClient.Get(ctx, client.ObjectKeyFromObject(role), role))
 		}).WithTimeout(time.Minute).Should(BeTrue())
 		Expect(testClient.Get(ctx, client.ObjectKey{Name: firewallv1alpha1.AgentUserName(namespace, fw.Name)}, &rbacv1.ClusterRoleBinding{})).To(Satisfy(apierrors.IsNotFound))
+	})
+
+	It("creates no machine while the seed grants the boot identity more than its CSR, and says why", func(ctx SpecContext) {
+		bootNamespace := newNamespace(ctx)
+		careless := &rbacv1.ClusterRoleBinding{
+			ObjectMeta: metav1.ObjectMeta{GenerateName: "careless-"},
+			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "system:certificates.k8s.io:certificatesigningrequests:nodeclient"},
+			Subjects:   []rbacv1.Subject{{Kind: rbacv1.GroupKind, APIGroup: rbacv1.GroupName, Name: "system:serviceaccounts:" + bootNamespace}},
+		}
+		Expect(testClient.Create(ctx, careless)).To(Succeed())
+		startManager(namespace, provider, func(o *firewallmanager.Options) {
+			o.Bootstrap = &firewallmachine.Bootstrap{Server: seed.Config.Host, CAData: seed.Config.CAData, Namespace: bootNamespace}
+		})
+		Expect(testClient.Create(ctx, deployment)).To(Succeed())
+		Eventually(func(g Gomega) {
+			fws := firewalls(ctx, namespace)
+			g.Expect(fws).To(HaveLen(1))
+			c := meta.FindStatusCondition(fws[0].Status.Conditions, firewallv1alpha1.ConditionCreated)
+			g.Expect(c).NotTo(BeNil())
+			g.Expect(c.Reason).To(Equal("UnsafeBootIdentity"))
+			g.Expect(c.Message).To(ContainSubstring("may create certificatesigningrequests/nodeclient"))
+		}).WithTimeout(time.Minute).Should(Succeed())
+		Expect(provider.Created).To(BeZero(), "no machine with such a credential")
+		list := &corev1.ServiceAccountList{}
+		Expect(testClient.List(ctx, list, client.InNamespace(bootNamespace))).To(Succeed())
+		Expect(list.Items).To(BeEmpty(), "no token was minted")
+
+		By("once the binding is gone, the machine comes")
+		Expect(testClient.Delete(ctx, careless)).To(Succeed())
+		Eventually(provider.IDs).WithTimeout(2 * time.Minute).Should(HaveLen(1))
 	})
 })

@@ -13,6 +13,8 @@ const (
 	BootstrapKubeconfigPath = Dir + "/bootstrap.kubeconfig"
 	// SeedKubeconfigPath is where the agent keeps its certificate-based seed kubeconfig.
 	SeedKubeconfigPath = Dir + "/seed.kubeconfig"
+	// IdentityKeyPath is the agent's identity key (see SeedSource.IdentityKey).
+	IdentityKeyPath = Dir + "/agent.key"
 	// ShootKubeconfigPath keeps the shoot kubeconfig the agent reads through
 	// the seed, so that it reaches the shoot when the seed is gone.
 	ShootKubeconfigPath = Dir + "/shoot.kubeconfig"

@@ -57,6 +57,10 @@ type SeedSource struct {
 	BootstrapKubeconfig string `json:"bootstrapKubeconfig,omitempty"`
 	// Kubeconfig is where the agent keeps its certificate-based seed kubeconfig.
 	Kubeconfig string `json:"kubeconfig,omitempty"`
+	// IdentityKey is where the agent keeps its identity key (ECDSA P-256,
+	// 0600), generated on first use; default: agent.key beside Kubeconfig.
+	// The seed pins its public half, so the file must outlive restarts.
+	IdentityKey string `json:"identityKey,omitempty"`
 	// Namespace is the shoot's namespace in the seed.
 	Namespace string `json:"namespace"`
 }

@@ -22,6 +22,17 @@ const (
 	// AnnotationRevision on a FirewallSet is its revision number within its
 	// FirewallDeployment, counting from 1.
 	AnnotationRevision = GroupName + "/revision"
+	// AnnotationAgentKey on a Firewall is the public key (PKIX DER, base64)
+	// of its agent's identity, pinned by the CSR approver when it approves the
+	// first certificate: renewals must carry this key, and a bootstrap
+	// credential delivered through the shoot is sealed to it. It travels with
+	// the Firewall in a control plane migration. Only the extension writes it
+	// (the agent may write its Firewall's status, not its metadata).
+	AnnotationAgentKey = GroupName + "/agent-key"
+	// AnnotationRevokedAgentKey on a Firewall names a key (its seal.KeyID,
+	// sha256:...) that the CSR approver refuses from now on: an operator's
+	// answer to a stolen agent key, followed by a roll of the firewall.
+	AnnotationRevokedAgentKey = GroupName + "/revoked-agent-key"
 )
 
 // Condition types of a Firewall.

@@ -47,6 +47,14 @@ func ParseAgentUserName(user string) (namespace, name string, err error) {
 	return parts[0], parts[1], nil
 }
 
+// CSRName is the one name under which a firewall's agent requests its client
+// certificate: its RBAC names it, so the agent can read (and replace) its own
+// CSR and no other. Namespaces and names are DNS labels/subdomains, so the
+// result is a valid object name for every Firewall of up to 180 characters.
+func CSRName(namespace, name string) string {
+	return "firewall." + namespace + "." + name
+}
+
 // DeliveredBootstrapKey is the data key of the bootstrap kubeconfig the seed
 // delivers through the shoot after a control plane migration.
 const DeliveredBootstrapKey = "kubeconfig"

@@ -5,7 +5,10 @@ package firewallmachine
 
 import (
 	"context"
+	"encoding/base64"
+	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -24,6 +27,7 @@ import (
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/apis/firewall/validation"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/controller/manager/machine"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/credentials"
+	"github.com/metal-firewall/gardener-extension-firewall/pkg/utils/seal"
 )
 
 // Finalizer keeps a Firewall until its machine is released.
@@ -58,7 +62,9 @@ type Bootstrap struct {
 	Server string
 	// CAData is the PEM of the CA that serves Server.
 	CAData []byte
-	// TokenValidity is the bootstrap token's life, at most an hour.
+	// Namespace holds the firewalls' boot ServiceAccounts: the extension's own.
+	Namespace string
+	// TokenValidity is a boot token's life, within [10m, 1h].
 	TokenValidity time.Duration
 	// SecretNames are the Secrets of the shoot namespace an agent may read,
 	// e.g. its TokenRequestor-maintained shoot access secret.
@@ -69,10 +75,13 @@ type Bootstrap struct {
 	Delivery Delivery
 }
 
-// Delivery hands a firewall's bootstrap kubeconfig to an agent whose machine
-// is already running, and takes it back once the agent holds its certificate.
+// Delivery hands a firewall's bootstrap kubeconfig, sealed to its agent's
+// key, to an agent whose machine is already running, and takes it back once
+// the agent holds its certificate.
 type Delivery interface {
-	Deliver(ctx context.Context, namespace, name string, kubeconfig []byte) error
+	Deliver(ctx context.Context, namespace, name string, sealed []byte, expires time.Time) error
+	// DeliveredUntil is when the delivered credential expires; zero when none is.
+	DeliveredUntil(ctx context.Context, namespace, name string) (time.Time, error)
 	Withdraw(ctx context.Context, namespace, name string) error
 }
 
@@ -126,7 +135,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	// Every agent heartbeat reconciles the Firewall, so the RBAC is only
 	// written when the Firewall changed or gets its machine, not on every beat.
 	if r.Bootstrap != nil && (m == nil || fw.Status.ObservedGeneration != fw.Generation) {
-		if err := credentials.EnsureAgentRBAC(ctx, r.credentials, fw.Namespace, fw.Name, r.Bootstrap.SecretNames); err != nil {
+		if err := credentials.EnsureAgentRBAC(ctx, r.credentials, r.Bootstrap.Namespace, fw.Namespace, fw.Name, r.Bootstrap.SecretNames); err != nil {
 			return reconcile.Result{}, fmt.Errorf("agent RBAC: %w", err)
 		}
 	}
@@ -137,11 +146,19 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 			return reconcile.Result{}, err
 		}
 		if r.Bootstrap != nil {
-			f, err := r.bootstrapKubeconfig(ctx, fw)
+			kubeconfig, _, err := r.bootstrapKubeconfig(ctx, fw)
+			if unsafe := (&unsafeBootIdentityError{}); errors.As(err, &unsafe) {
+				// No machine with a credential that could do more than its CSR;
+				// the operator learns why on the Firewall.
+				log.FromContext(ctx).Error(err, "Not creating the machine")
+				return reconcile.Result{RequeueAfter: time.Minute}, r.patchStatus(ctx, fw, func() {
+					meta.SetStatusCondition(&fw.Status.Conditions, condition(firewallv1alpha1.ConditionCreated, false, "UnsafeBootIdentity", err.Error(), fw.Generation))
+				})
+			}
 			if err != nil {
 				return reconcile.Result{}, err
 			}
-			files = append(files, *f)
+			files = append(files, machine.File{Path: agentconfigv1alpha1.BootstrapKubeconfigPath, Content: kubeconfig, Mode: 0o600})
 		}
 		if m, err = r.Provider.Create(ctx, fw, files); err != nil {
 			return reconcile.Result{}, fmt.Errorf("creating machine: %w", err)
@@ -158,10 +175,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	// agent through the shoot.
 	deliver := r.Bootstrap != nil && r.Bootstrap.Delivery != nil && !created && m.AllocatedAt.Before(fw.CreationTimestamp.Time)
 	if r.Bootstrap != nil && !wasConnected && connected {
-		// The agent holds its certificate: the bootstrap token is no longer
-		// needed. Deleted before the status says connected, so that a failure
-		// here is retried rather than forgotten.
-		if err := credentials.DeleteBootstrapTokens(ctx, r.credentials, fw.Namespace, fw.Name); err != nil {
+		// The agent holds its certificate: the boot credential is no longer
+		// needed, and deleting its ServiceAccount revokes every token at once.
+		// Deleted before the status says connected, so that a failure here is
+		// retried rather than forgotten.
+		if err := credentials.DeleteBootCredentials(ctx, r.credentials, r.Bootstrap.Namespace, fw.Namespace, fw.Name); err != nil {
 			return reconcile.Result{}, err
 		}
 		if deliver {
@@ -175,34 +193,72 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return reconcile.Result{}, err
 	}
 	if deliver && !connected {
-		f, err := r.bootstrapKubeconfig(ctx, fw)
-		if err != nil {
+		if err := r.deliver(ctx, fw); err != nil {
 			return reconcile.Result{}, err
 		}
-		if err := r.Bootstrap.Delivery.Deliver(ctx, fw.Namespace, fw.Name, f.Content); err != nil {
-			return reconcile.Result{}, fmt.Errorf("delivering the bootstrap kubeconfig through the shoot: %w", err)
-		}
-		log.FromContext(ctx).Info("Delivered a bootstrap kubeconfig through the shoot", "machineID", m.ID)
 	}
 	return reconcile.Result{RequeueAfter: requeue}, nil
 }
 
-// bootstrapKubeconfig mints the firewall's bootstrap token right before its
-// machine is created, so that the token's short life starts with the machine.
-func (r *Reconciler) bootstrapKubeconfig(ctx context.Context, fw *firewallv1alpha1.Firewall) (*machine.File, error) {
-	validity := r.Bootstrap.TokenValidity
-	if validity == 0 {
-		validity = credentials.MaxBootstrapTokenValidity
-	}
-	tok, err := credentials.EnsureBootstrapToken(ctx, r.credentials, fw.Namespace, fw.Name, validity, r.Clock.Now())
+// deliver hands the agent of a restored machine a boot credential of this
+// seed through the shoot, sealed to the key its agent's certificates were
+// pinned to, unless one delivered earlier is still good for half its life.
+func (r *Reconciler) deliver(ctx context.Context, fw *firewallv1alpha1.Firewall) error {
+	until, err := r.Bootstrap.Delivery.DeliveredUntil(ctx, fw.Namespace, fw.Name)
 	if err != nil {
-		return nil, err
+		return fmt.Errorf("reading the delivered bootstrap kubeconfig: %w", err)
+	}
+	if until.Sub(r.Clock.Now()) > r.tokenValidity()/2 {
+		return nil
+	}
+	key, err := base64.StdEncoding.DecodeString(fw.Annotations[firewallv1alpha1.AnnotationAgentKey])
+	if err != nil || len(key) == 0 {
+		// Without the key only the shoot's admins could read what is delivered.
+		return fmt.Errorf("cannot deliver a bootstrap kubeconfig through the shoot: Firewall %s/%s has no valid %s (its agent never held a certificate); roll the firewall", fw.Namespace, fw.Name, firewallv1alpha1.AnnotationAgentKey)
+	}
+	kubeconfig, expires, err := r.bootstrapKubeconfig(ctx, fw)
+	if err != nil {
+		return err
+	}
+	sealed, err := seal.Seal(key, fw.Namespace, fw.Name, kubeconfig)
+	if err != nil {
+		return fmt.Errorf("sealing the bootstrap kubeconfig to the agent's key: %w", err)
+	}
+	if err := r.Bootstrap.Delivery.Deliver(ctx, fw.Namespace, fw.Name, sealed, expires); err != nil {
+		return fmt.Errorf("delivering the bootstrap kubeconfig through the shoot: %w", err)
+	}
+	log.FromContext(ctx).Info("Delivered a sealed bootstrap kubeconfig through the shoot", "keyID", seal.KeyID(key), "expires", expires)
+	return nil
+}
+
+func (r *Reconciler) tokenValidity() time.Duration {
+	if r.Bootstrap.TokenValidity == 0 {
+		return credentials.MaxBootTokenValidity
+	}
+	return r.Bootstrap.TokenValidity
+}
+
+// bootstrapKubeconfig mints the firewall's boot token right before its
+// machine is created (or its credential delivered), so that the token's short
+// life starts then; it refuses when the boot identity could do more in this
+// seed than request its certificate.
+func (r *Reconciler) bootstrapKubeconfig(ctx context.Context, fw *firewallv1alpha1.Firewall) ([]byte, time.Time, error) {
+	held, err := credentials.BootIdentityHarmless(ctx, r.credentials, r.Bootstrap.Namespace, fw.Namespace, fw.Name)
+	if err != nil {
+		return nil, time.Time{}, err
+	}
+	if len(held) > 0 {
+		return nil, time.Time{}, &unsafeBootIdentityError{user: credentials.BootUser(r.Bootstrap.Namespace, fw.Namespace, fw.Name), held: held, namespace: r.Bootstrap.Namespace}
+	}
+	tok, err := credentials.EnsureBootCredential(ctx, r.credentials, r.Bootstrap.Namespace, fw.Namespace, fw.Name, r.tokenValidity())
+	if err != nil {
+		return nil, time.Time{}, err
 	}
 	kubeconfig, err := credentials.BootstrapKubeconfig(r.Bootstrap.Server, r.Bootstrap.CAData, tok.Token)
 	if err != nil {
-		return nil, err
+		return nil, time.Time{}, err
 	}
-	return &machine.File{Path: agentconfigv1alpha1.BootstrapKubeconfigPath, Content: kubeconfig, Mode: 0o600}, nil
+	return kubeconfig, tok.Expiration, nil
 }
 
 // updateStatus derives phase and conditions and returns when they could
@@ -304,7 +360,7 @@ func (r *Reconciler) delete(ctx context.Context, fw *firewallv1alpha1.Firewall) 
 		log.FromContext(ctx).Info("Released machine")
 	}
 	if r.Bootstrap != nil {
-		if err := credentials.DeleteBootstrapTokens(ctx, r.credentials, fw.Namespace, fw.Name); err != nil {
+		if err := credentials.DeleteBootCredentials(ctx, r.credentials, r.Bootstrap.Namespace, fw.Namespace, fw.Name); err != nil {
 			return reconcile.Result{}, err
 		}
 		if err := credentials.DeleteAgentRBAC(ctx, r.credentials, fw.Namespace, fw.Name); err != nil {
@@ -333,4 +389,16 @@ func condition(t string, ok bool, reason, message string, gen int64) metav1.Cond
 		message = reason
 	}
 	return metav1.Condition{Type: t, Status: status, Reason: reason, Message: message, ObservedGeneration: gen}
+}
+
+// unsafeBootIdentityError says that the seed grants a firewall's boot
+// identity more than its CSR, so no token is minted.
+type unsafeBootIdentityError struct {
+	user, namespace string
+	held            []string
+}
+
+func (e *unsafeBootIdentityError) Error() string {
+	return fmt.Sprintf("refusing to mint a boot token: in this seed, %s may %s; remove the RBAC that grants it to system:serviceaccounts or system:serviceaccounts:%s",
+		e.user, strings.Join(e.held, ", "), e.namespace)
 }
