@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -110,7 +111,7 @@ func (a *Agent) Run(ctx context.Context) error {
 		a.Metrics.ObserveSource(metrics.SourceStatic, err)
 		return fmt.Errorf("reading config: %w", err)
 	}
-	cfg, err := config.Parse(data)
+	cfg, err := config.ParseInDir(data, filepath.Dir(a.ConfigPath))
 	if err != nil {
 		a.Metrics.ObserveSource(metrics.SourceStatic, err)
 		return err
@@ -167,7 +168,7 @@ func (a *Agent) Run(ctx context.Context) error {
 		}
 		if sum := sha256.Sum256(data); !bytes.Equal(sum[:], lastSum[:]) {
 			lastSum = sum
-			cfg, err := config.Parse(data)
+			cfg, err := config.ParseInDir(data, filepath.Dir(a.ConfigPath))
 			lastParseErr = err
 			if err != nil {
 				a.observeStatic(lastGood, err)
