@@ -27,16 +27,19 @@ all: check test
 control-plane:
 	@hack/build-control-plane.sh
 
-# The end-to-end suites (three control planes, the agent in network namespaces)
-# run after the others, not beside them, to keep two cores from being
-# oversubscribed. They run even when an earlier suite failed: both results are
-# reported and the target fails if either did. hack/test-prereqs.sh installs
-# what the root suites need (as root) or says what they would need.
+# A brief run of every fuzz target (hack/fuzz.sh, FUZZ_SMOKE_TIME each) follows
+# the unit and integration suites. The end-to-end suites (three control planes,
+# the agent in network namespaces) run after the others, not beside them, to
+# keep two cores from being oversubscribed. They run even when an earlier suite
+# failed: every result is reported and the target fails if any did.
+# hack/test-prereqs.sh installs what the root suites need (as root) or says
+# what they would need.
 .PHONY: test
 test:
 	@hack/test-prereqs.sh
 	@assets="$$(hack/build-control-plane.sh)" || exit 1; failed=""; \
 	KUBEBUILDER_ASSETS="$$assets" go test $(GO_TEST_FLAGS) $$(go list ./... | grep -v /test/e2e/) || failed="$$failed unit+integration"; \
+	hack/fuzz.sh $(FUZZ_SMOKE_TIME) || failed="$$failed fuzz"; \
 	KUBEBUILDER_ASSETS="$$assets" go test $(GO_TEST_FLAGS) ./test/e2e/... || failed="$$failed e2e"; \
 	if [ -n "$$failed" ]; then echo "make test: FAILED:$$failed"; exit 1; fi; \
 	echo "make test: all suites passed"
@@ -60,6 +63,14 @@ demo:
 demo-down:
 	@if [ "$$(id -u)" != 0 ]; then echo "make demo-down needs root: it removes network namespaces"; exit 1; fi
 	@go run ./test/demo down
+
+# Each fuzz target for FUZZTIME, one after the other (hack/fuzz.sh lists them).
+FUZZTIME           ?= 2m
+FUZZ_SMOKE_TIME    ?= 10s
+
+.PHONY: fuzz
+fuzz:
+	@hack/fuzz.sh $(FUZZTIME)
 
 .PHONY: test-unit
 test-unit:

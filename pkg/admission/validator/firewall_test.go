@@ -1,6 +1,8 @@
 package validator_test
 
 import (
+	"strings"
+
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	"k8s.io/utils/ptr"
@@ -26,4 +28,24 @@ var _ = Describe("ValidateFirewallExtensions", func() {
 		disabled.Disabled = ptr.To(true)
 		Expect(validator.ValidateFirewallExtensions(shoot(disabled))).To(BeEmpty())
 	})
+
+	DescribeTable("refuses what the strict decoder and the validation refuse, in a few KB",
+		func(raw, want string) {
+			errs := validator.ValidateFirewallExtensions(shoot(extension("firewall", raw)))
+			Expect(errs).NotTo(BeEmpty())
+			Expect(errs.ToAggregate().Error()).To(ContainSubstring(want))
+			Expect(len(errs.ToAggregate().Error())).To(BeNumerically("<", 8192))
+		},
+		Entry("a key in the wrong case", valid[:len(valid)-1]+`,"SIZE":"x"}`, `unknown field "SIZE"`),
+		Entry("trailing data", valid+`{}`, "trailing content after the document"),
+		Entry("a networkID not in networks", valid[:len(valid)-1]+`,"rateLimits":[{"networkID":"underlay","rate":1}]}`,
+			`spec.extensions[0].providerConfig.rateLimits[0].networkID: Invalid value: "underlay": not one of networks`),
+		Entry("a rate the kernel refuses", valid[:len(valid)-1]+`,"rateLimits":[{"interface":"eth1","rate":17593}]}`,
+			`spec.extensions[0].providerConfig.rateLimits[0].rate: Invalid value: 17593`),
+		Entry("a newline in size", strings.Replace(valid, "c1-xlarge-x86", `c1\nx`, 1), `spec.extensions[0].providerConfig.size: Invalid value: "c1\nx"`),
+		Entry("10,000 internal prefixes", valid[:len(valid)-1]+`,"internalPrefixes":[`+strings.Repeat(`"10.0.0.0/8",`, 9999)+`"10.0.0.0/8"]}`,
+			"spec.extensions[0].providerConfig.internalPrefixes: Too many: 10000"),
+		Entry("1 MB of unknown fields", valid[:len(valid)-1]+strings.Repeat(`,"x`+strings.Repeat("y", 1000)+`":1`, 1000)+`}`,
+			"spec.extensions[0].providerConfig: Too long"),
+	)
 })

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -106,7 +107,7 @@ func (a *Agent) Run(ctx context.Context) error {
 		a.Metrics.ObserveSource(metrics.SourceStatic, err)
 		return fmt.Errorf("reading config: %w", err)
 	}
-	cfg, err := config.Parse(data)
+	cfg, err := config.ParseInDir(data, filepath.Dir(a.ConfigPath))
 	if err != nil {
 		a.Metrics.ObserveSource(metrics.SourceStatic, err)
 		return err
@@ -163,7 +164,7 @@ func (a *Agent) Run(ctx context.Context) error {
 		}
 		if sum := sha256.Sum256(data); !bytes.Equal(sum[:], lastSum[:]) {
 			lastSum = sum
-			cfg, err := config.Parse(data)
+			cfg, err := config.ParseInDir(data, filepath.Dir(a.ConfigPath))
 			lastParseErr = err
 			if err != nil {
 				a.observeStatic(lastGood, err)

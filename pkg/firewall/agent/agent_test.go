@@ -211,7 +211,8 @@ current-context: s
 	)
 
 	It("does not crash when a changed config reads the shoot it was not started with, and keeps the ruleset", func() {
-		dir := GinkgoT().TempDir()
+		// The agent writes its kubeconfigs into its folder, the config's.
+		dir := filepath.Dir(path)
 		// The seed cannot be reached (no kubeconfig files): the agent keeps trying.
 		seedOnly := "name: fw-0\nsources:\n  seed: {bootstrapKubeconfig: " + dir + "/bootstrap, kubeconfig: " + dir + "/seed, namespace: shoot--p--s}\ncontrollers:\n  firewall: {source: seed}\n"
 		write(seedOnly)

@@ -13,7 +13,7 @@ import (
 var _ = Describe("Desired", func() {
 	const seedConfig = `
 sources:
-  seed: {kubeconfig: /k, namespace: shoot--p--s}
+  seed: {kubeconfig: /etc/firewall-agent/seed.kubeconfig, namespace: shoot--p--s}
 controllers:
   firewall: {source: seed}
 networks: [{id: internet, interface: vrf104009}]

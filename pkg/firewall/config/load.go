@@ -6,11 +6,13 @@ package config
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	agentconfigv1alpha1 "github.com/metal-firewall/gardener-extension-firewall/pkg/apis/agentconfig/v1alpha1"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/apis/agentconfig/validation"
+	"github.com/metal-firewall/gardener-extension-firewall/pkg/utils/fielderrors"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/utils/strict"
 )
 
@@ -19,17 +21,27 @@ import (
 const MaxBytes = 32 << 20
 
 // Load reads, strictly decodes and validates the file at path. Unknown fields
-// are errors. The returned config has its defaults applied.
+// are errors. The files the agent writes must lie in the file's folder. The
+// returned config has its defaults applied.
 func Load(path string) (*agentconfigv1alpha1.Config, error) {
-	data, err := os.ReadFile(path)
+	data, err := os.ReadFile(path) //nolint:gosec // the agent's own config file, named by its admin
 	if err != nil {
 		return nil, fmt.Errorf("reading config: %w", err)
 	}
-	return Parse(data)
+	return ParseInDir(data, filepath.Dir(path))
 }
 
-// Parse strictly decodes and validates a configuration document.
+// Parse strictly decodes and validates a configuration document of an agent
+// whose folder is agentconfigv1alpha1.Dir.
 func Parse(data []byte) (*agentconfigv1alpha1.Config, error) {
+	return ParseInDir(data, agentconfigv1alpha1.Dir)
+}
+
+// ParseInDir strictly decodes and validates a configuration document read
+// from a file in dir, the agent's folder: the files the agent writes (its
+// kubeconfigs) must lie in it. A relative dir is taken from the working
+// directory.
+func ParseInDir(data []byte, dir string) (*agentconfigv1alpha1.Config, error) {
 	cfg := &agentconfigv1alpha1.Config{}
 	if errs := strict.Decode(data, cfg, field.NewPath("config"), strict.Options{
 		MaxBytes: MaxBytes,
@@ -37,15 +49,21 @@ func Parse(data []byte) (*agentconfigv1alpha1.Config, error) {
 	}); len(errs) > 0 {
 		return nil, fmt.Errorf("decoding %w", errs.ToAggregate())
 	}
+	dir, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, fmt.Errorf("the config's folder %q: %w", dir, err)
+	}
+	errs := validation.Validate(cfg, dir)
 	if cfg.Name == "" {
 		host, err := os.Hostname()
 		if err != nil {
 			return nil, fmt.Errorf("name is empty and the hostname is unknown: %w", err)
 		}
+		errs = append(errs, validation.ValidateName(host, true)...)
 		cfg.Name = host
 	}
-	if errs := validation.Validate(cfg); len(errs) > 0 {
-		return nil, fmt.Errorf("invalid config: %w", errs.ToAggregate())
+	if len(errs) > 0 {
+		return nil, fmt.Errorf("invalid config: %w", fielderrors.Bound(errs, field.NewPath("config")).ToAggregate())
 	}
 	return cfg, nil
 }

@@ -12,11 +12,16 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/apis/acl/v1alpha1"
+	"github.com/metal-firewall/gardener-extension-firewall/pkg/utils/fielderrors"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/utils/strict"
 )
 
 // DefaultMaxCIDRs is the largest number of CIDRs in one rule unless the operator sets another limit.
 const DefaultMaxCIDRs = 500
+
+// MaxCIDRLength is the longest CIDR string: an IPv6 prefix takes at most 43
+// characters, and blanks around it are allowed.
+const MaxCIDRLength = 64
 
 // Limits are set by the operator.
 type Limits struct {
@@ -51,13 +56,15 @@ func Parse(raw []byte, limits Limits) (*Policy, field.ErrorList) {
 }
 
 // ParseAt is Parse with errors reported under fldPath, e.g. spec.extensions[2].providerConfig.
+// At most strict.MaxErrors errors are returned, and a count of the rest; each
+// quotes at most an excerpt of a value.
 func ParseAt(raw []byte, limits Limits, fldPath *field.Path) (*Policy, field.ErrorList) {
 	cfg, errs := Decode(raw, fldPath)
 	if len(errs) > 0 {
 		return nil, errs
 	}
 	if errs := ValidateExtensionConfig(cfg, fldPath, limits); len(errs) > 0 {
-		return nil, errs
+		return nil, fielderrors.Bound(errs, fldPath)
 	}
 	return Normalise(cfg), nil
 }
@@ -83,10 +90,10 @@ func Decode(raw []byte, fldPath *field.Path) (*v1alpha1.ExtensionConfig, field.E
 func ValidateExtensionConfig(cfg *v1alpha1.ExtensionConfig, fldPath *field.Path, limits Limits) field.ErrorList {
 	var errs field.ErrorList
 	if cfg.APIVersion != "" && cfg.APIVersion != v1alpha1.SchemeGroupVersion {
-		errs = append(errs, field.NotSupported(fldPath.Child("apiVersion"), cfg.APIVersion, []string{v1alpha1.SchemeGroupVersion}))
+		errs = append(errs, fielderrors.NotSupported(fldPath.Child("apiVersion"), cfg.APIVersion, []string{v1alpha1.SchemeGroupVersion}))
 	}
 	if cfg.Kind != "" && cfg.Kind != "ExtensionConfig" {
-		errs = append(errs, field.NotSupported(fldPath.Child("kind"), cfg.Kind, []string{"ExtensionConfig"}))
+		errs = append(errs, fielderrors.NotSupported(fldPath.Child("kind"), cfg.Kind, []string{"ExtensionConfig"}))
 	}
 	rulePath := fldPath.Child("rule")
 	if cfg.Rule == nil {
@@ -94,10 +101,10 @@ func ValidateExtensionConfig(cfg *v1alpha1.ExtensionConfig, fldPath *field.Path,
 	}
 	r := cfg.Rule
 	if !slices.Contains([]string{v1alpha1.ActionAllow, v1alpha1.ActionDeny}, strings.ToUpper(r.Action)) {
-		errs = append(errs, field.NotSupported(rulePath.Child("action"), r.Action, []string{v1alpha1.ActionAllow, v1alpha1.ActionDeny}))
+		errs = append(errs, fielderrors.NotSupported(rulePath.Child("action"), r.Action, []string{v1alpha1.ActionAllow, v1alpha1.ActionDeny}))
 	}
 	if !slices.Contains([]string{v1alpha1.TypeRemoteIP, v1alpha1.TypeDirectRemoteIP, v1alpha1.TypeSourceIP}, strings.ToLower(r.Type)) {
-		errs = append(errs, field.NotSupported(rulePath.Child("type"), r.Type, []string{v1alpha1.TypeRemoteIP, v1alpha1.TypeDirectRemoteIP, v1alpha1.TypeSourceIP}))
+		errs = append(errs, fielderrors.NotSupported(rulePath.Child("type"), r.Type, []string{v1alpha1.TypeRemoteIP, v1alpha1.TypeDirectRemoteIP, v1alpha1.TypeSourceIP}))
 	}
 	cidrsPath := rulePath.Child("cidrs")
 	switch {
@@ -107,7 +114,10 @@ func ValidateExtensionConfig(cfg *v1alpha1.ExtensionConfig, fldPath *field.Path,
 		errs = append(errs, field.TooMany(cidrsPath, len(r.Cidrs), limits.maxCIDRs()))
 	}
 	for i, c := range r.Cidrs {
-		if _, err := ParseCIDR(c); err != nil {
+		if len(c) > MaxCIDRLength {
+			// The parser's error would quote all of it.
+			errs = append(errs, fielderrors.TooLong(cidrsPath.Index(i), c, MaxCIDRLength))
+		} else if _, err := ParseCIDR(c); err != nil {
 			errs = append(errs, field.Invalid(cidrsPath.Index(i), c, err.Error()))
 		}
 	}

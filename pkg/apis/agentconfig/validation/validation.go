@@ -4,11 +4,13 @@ package validation
 import (
 	"fmt"
 
+	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	agentconfigv1alpha1 "github.com/metal-firewall/gardener-extension-firewall/pkg/apis/agentconfig/v1alpha1"
 	fwv1alpha1 "github.com/metal-firewall/gardener-extension-firewall/pkg/apis/firewall/v1alpha1"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/apis/firewall/validation"
+	"github.com/metal-firewall/gardener-extension-firewall/pkg/utils/fielderrors"
 )
 
 // implemented are the sources each controller of this build can read.
@@ -19,33 +21,61 @@ var implemented = map[string][]string{
 	"monitor":  {agentconfigv1alpha1.SourceShoot},
 }
 
-// Validate returns every problem in the config, each with its field path. A
-// controller that selects a source this build does not implement yet is an
-// error too: the agent must not start and silently enforce nothing.
-func Validate(cfg *agentconfigv1alpha1.Config) field.ErrorList {
+// Validate returns the problems in the config, each with its field path, at
+// most strict.MaxErrors of them and a count of the rest. dir is the agent's
+// folder, the folder of the config file: the files the agent writes must lie
+// in it. A config that enables no controller that contributes rules, or a
+// controller without what it reads, is an error, and so is a controller that
+// selects a source this build does not implement: the agent must not start,
+// or replace the ruleset in force, with one that silently enforces nothing.
+func Validate(cfg *agentconfigv1alpha1.Config, dir string) field.ErrorList {
+	var allErrs field.ErrorList
+	if cfg.Name != "" {
+		allErrs = append(allErrs, ValidateName(cfg.Name, false)...)
+	}
+	allErrs = append(allErrs, validateSources(cfg, dir)...)
+	allErrs = append(allErrs, validateNetworks(cfg.Networks)...)
+	allErrs = append(allErrs, validateControllers(cfg)...)
+	return fielderrors.Bound(allErrs, field.NewPath("config"))
+}
+
+func validateSources(cfg *agentconfigv1alpha1.Config, dir string) field.ErrorList {
 	var allErrs field.ErrorList
 	srcPath := field.NewPath("sources")
+	written := writtenFiles{dir: dir, seen: map[string]*field.Path{}}
 	if s := cfg.Sources.Seed; s != nil {
 		p := srcPath.Child("seed")
-		if s.Namespace == "" {
-			allErrs = append(allErrs, field.Required(p.Child("namespace"), ""))
-		}
-		if s.Kubeconfig == "" && s.BootstrapKubeconfig == "" {
+		allErrs = append(allErrs, validateNamespace(s.Namespace, p.Child("namespace"))...)
+		switch {
+		case s.Kubeconfig == "" && s.BootstrapKubeconfig == "":
 			allErrs = append(allErrs, field.Required(p.Child("kubeconfig"), "kubeconfig or bootstrapKubeconfig is required"))
+		case s.Kubeconfig == "":
+			allErrs = append(allErrs, field.Required(p.Child("kubeconfig"), "the path the agent keeps the seed kubeconfig it bootstraps at"))
 		}
+		// The agent writes the seed kubeconfig (bootstrap, renewal) and
+		// replaces the bootstrap kubeconfig with one delivered through the shoot.
+		allErrs = append(allErrs, written.check(s.Kubeconfig, p.Child("kubeconfig"))...)
+		allErrs = append(allErrs, written.check(s.BootstrapKubeconfig, p.Child("bootstrapKubeconfig"))...)
 	}
 	if s := cfg.Sources.Shoot; s != nil {
 		p := srcPath.Child("shoot")
-		if s.Namespace == "" {
-			allErrs = append(allErrs, field.Required(p.Child("namespace"), ""))
+		allErrs = append(allErrs, validateNamespace(s.Namespace, p.Child("namespace"))...)
+		if s.AccessSecret != "" {
+			allErrs = append(allErrs, validateObjectName(s.AccessSecret, p.Child("accessSecret"))...)
+			if cfg.Sources.Seed == nil {
+				allErrs = append(allErrs, fielderrors.Invalid(p.Child("accessSecret"), s.AccessSecret, "is read through the seed: sources.seed is required"))
+			}
 		}
-		if s.AccessSecret != "" && cfg.Sources.Seed == nil {
-			allErrs = append(allErrs, field.Invalid(p.Child("accessSecret"), s.AccessSecret, "is read through the seed: sources.seed is required"))
-		}
-		if s.AccessSecret != "" && s.Kubeconfig == "" {
+		switch {
+		case s.AccessSecret != "" && s.Kubeconfig == "":
 			allErrs = append(allErrs, field.Required(p.Child("kubeconfig"), "the path the kubeconfig from accessSecret is kept at"))
-		} else if s.Kubeconfig == "" && readsShoot(cfg) {
+		case s.Kubeconfig == "" && readsShoot(cfg):
 			allErrs = append(allErrs, field.Required(p.Child("kubeconfig"), "a controller reads the shoot"))
+		case s.AccessSecret != "":
+			// The agent writes it from the access secret.
+			allErrs = append(allErrs, written.check(s.Kubeconfig, p.Child("kubeconfig"))...)
+		default:
+			allErrs = append(allErrs, validateReadPath(s.Kubeconfig, p.Child("kubeconfig"))...)
 		}
 	}
 	if s := cfg.Sources.Static; s != nil {
@@ -58,62 +88,111 @@ func Validate(cfg *agentconfigv1alpha1.Config) field.ErrorList {
 			allErrs = append(allErrs, validation.ValidatePolicySpec(s.CWNP, p.Child("cwnp"))...)
 		}
 	}
+	return allErrs
+}
 
-	seen := map[string]bool{}
-	for i, n := range cfg.Networks {
-		p := field.NewPath("networks").Index(i)
-		switch {
-		case n.ID == "":
-			allErrs = append(allErrs, field.Required(p.Child("id"), ""))
-		case seen[n.ID]:
+func validateNetworks(networks []agentconfigv1alpha1.Network) field.ErrorList {
+	p := field.NewPath("networks")
+	if len(networks) > validation.MaxNetworks {
+		return field.ErrorList{field.TooMany(p, len(networks), validation.MaxNetworks)}
+	}
+	var allErrs field.ErrorList
+	seen := sets.New[string]()
+	for i, n := range networks {
+		p := p.Index(i)
+		if errs := validation.ValidateMetalID(n.ID, p.Child("id")); len(errs) > 0 {
+			allErrs = append(allErrs, errs...)
+		} else if seen.Has(n.ID) {
 			allErrs = append(allErrs, field.Duplicate(p.Child("id"), n.ID))
 		}
-		seen[n.ID] = true
+		seen.Insert(n.ID)
 		if !validation.IsInterfaceName(n.Interface) {
-			allErrs = append(allErrs, field.Invalid(p.Child("interface"), n.Interface, "invalid interface name"))
-		}
-	}
-
-	ctrlPath := field.NewPath("controllers")
-	for _, c := range []struct {
-		name    string
-		ctrl    *agentconfigv1alpha1.Controller
-		allowed []string
-	}{
-		{"firewall", cfg.Controllers.Firewall, []string{agentconfigv1alpha1.SourceStatic, agentconfigv1alpha1.SourceSeed}},
-		{"cwnp", cfg.Controllers.CWNP, []string{agentconfigv1alpha1.SourceStatic, agentconfigv1alpha1.SourceShoot}},
-		{"service", cfg.Controllers.Service, []string{agentconfigv1alpha1.SourceShoot}},
-		{"monitor", cfg.Controllers.Monitor, []string{agentconfigv1alpha1.SourceShoot}},
-	} {
-		if c.ctrl == nil {
-			continue
-		}
-		p := ctrlPath.Child(c.name, "source")
-		switch {
-		case !contains(c.allowed, c.ctrl.Source):
-			allErrs = append(allErrs, field.NotSupported(p, c.ctrl.Source, c.allowed))
-		case !hasSource(cfg, c.ctrl.Source):
-			allErrs = append(allErrs, field.Invalid(p, c.ctrl.Source, "selected source is not configured under sources."+c.ctrl.Source))
-		case !contains(implemented[c.name], c.ctrl.Source):
-			allErrs = append(allErrs, field.Invalid(p, c.ctrl.Source, fmt.Sprintf("the %s controller is not implemented for this source in this build (implemented: %v)", c.name, implemented[c.name])))
+			allErrs = append(allErrs, fielderrors.Invalid(p.Child("interface"), n.Interface, "invalid interface name"))
 		}
 	}
 	return allErrs
 }
 
-// validateNetworkIDs checks that every network a rule names is in networks.
-func validateNetworkIDs(cfg *agentconfigv1alpha1.Config, spec *fwv1alpha1.FirewallTrafficSpec, fldPath *field.Path) field.ErrorList {
+func validateControllers(cfg *agentconfigv1alpha1.Config) field.ErrorList {
 	var allErrs field.ErrorList
-	check := func(p *field.Path, id string) {
-		if _, ok := cfg.InterfaceOf(id); id != "" && !ok {
-			allErrs = append(allErrs, field.Invalid(p.Child("networkID"), id, "no interface for this network: add it to networks"))
+	ctrlPath := field.NewPath("controllers")
+	c := cfg.Controllers
+	if c.Firewall == nil && c.CWNP == nil && c.Service == nil {
+		allErrs = append(allErrs, field.Required(ctrlPath,
+			"enable the firewall, cwnp or service controller: without them the agent would enforce a ruleset that lets no new connection through"))
+	}
+	if c.CWNP != nil && c.Firewall == nil {
+		allErrs = append(allErrs, field.Required(ctrlPath.Child("firewall"),
+			"the policies of controllers.cwnp allow traffic from and to the internal prefixes, which the firewall controller provides"))
+	}
+	for _, ctrl := range []struct {
+		name    string
+		ctrl    *agentconfigv1alpha1.Controller
+		allowed []string
+	}{
+		{"firewall", c.Firewall, []string{agentconfigv1alpha1.SourceStatic, agentconfigv1alpha1.SourceSeed}},
+		{"cwnp", c.CWNP, []string{agentconfigv1alpha1.SourceStatic, agentconfigv1alpha1.SourceShoot}},
+		{"service", c.Service, []string{agentconfigv1alpha1.SourceShoot}},
+		{"monitor", c.Monitor, []string{agentconfigv1alpha1.SourceShoot}},
+	} {
+		if ctrl.ctrl == nil {
+			continue
+		}
+		p := ctrlPath.Child(ctrl.name, "source")
+		switch {
+		case !contains(ctrl.allowed, ctrl.ctrl.Source):
+			allErrs = append(allErrs, fielderrors.NotSupported(p, ctrl.ctrl.Source, ctrl.allowed))
+		case !hasSource(cfg, ctrl.ctrl.Source):
+			allErrs = append(allErrs, field.Invalid(p, ctrl.ctrl.Source, "selected source is not configured under sources."+ctrl.ctrl.Source))
+		case !contains(implemented[ctrl.name], ctrl.ctrl.Source):
+			allErrs = append(allErrs, field.Invalid(p, ctrl.ctrl.Source, fmt.Sprintf("the %s controller is not implemented for this source in this build (implemented: %v)", ctrl.name, implemented[ctrl.name])))
+		case ctrl.ctrl.Source == agentconfigv1alpha1.SourceStatic:
+			allErrs = append(allErrs, staticSectionRequired(cfg.Sources.Static, ctrl.name)...)
 		}
 	}
-	for i, r := range spec.EgressRules {
-		check(fldPath.Child("egressRules").Index(i), r.NetworkID)
+	return allErrs
+}
+
+// staticSectionRequired reports a controller reading the static source whose
+// section there is missing: it would contribute nothing.
+func staticSectionRequired(s *agentconfigv1alpha1.StaticSource, controller string) field.ErrorList {
+	p := field.NewPath("sources", "static", controller)
+	if (controller == "firewall" && s.Firewall == nil) || (controller == "cwnp" && s.CWNP == nil) {
+		return field.ErrorList{field.Required(p, fmt.Sprintf("controllers.%s reads it", controller))}
 	}
-	for i, r := range spec.RateLimits {
-		check(fldPath.Child("rateLimits").Index(i), r.NetworkID)
+	return nil
+}
+
+// validateNetworkIDs checks that every network a rule names is in networks,
+// and that no two rules of a list end on one interface.
+func validateNetworkIDs(cfg *agentconfigv1alpha1.Config, spec *fwv1alpha1.FirewallTrafficSpec, fldPath *field.Path) field.ErrorList {
+	var allErrs field.ErrorList
+	check := func(list string, i int, id, iface string, seen sets.Set[string]) {
+		p := fldPath.Child(list).Index(i)
+		if id != "" {
+			resolved, ok := cfg.InterfaceOf(id)
+			if !ok {
+				allErrs = append(allErrs, fielderrors.Invalid(p.Child("networkID"), id, "no interface for this network: add it to networks"))
+				return
+			}
+			if iface == "" && seen.Has(resolved) {
+				allErrs = append(allErrs, fielderrors.Invalid(p.Child("networkID"), id, fmt.Sprintf("its interface %q has a rule already", resolved)))
+			}
+			iface = resolved
+		}
+		seen.Insert(iface)
+	}
+	if len(spec.EgressRules) <= validation.MaxEgressRules {
+		seen := sets.New[string]()
+		for i, r := range spec.EgressRules {
+			check("egressRules", i, r.NetworkID, r.Interface, seen)
+		}
+	}
+	if len(spec.RateLimits) <= validation.MaxRateLimits {
+		seen := sets.New[string]()
+		for i, r := range spec.RateLimits {
+			check("rateLimits", i, r.NetworkID, r.Interface, seen)
+		}
 	}
 	return allErrs
 }

@@ -4,6 +4,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	firewallv1alpha1 "github.com/metal-firewall/gardener-extension-firewall/pkg/apis/firewall/v1alpha1"
+	"github.com/metal-firewall/gardener-extension-firewall/pkg/utils/fielderrors"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/utils/strict"
 )
 
@@ -19,6 +20,7 @@ func DecodeFirewallExtensionConfig(raw []byte) (*firewallv1alpha1.FirewallExtens
 
 // DecodeFirewallExtensionConfigAt is DecodeFirewallExtensionConfig with the
 // errors under fldPath, e.g. spec.extensions[2].providerConfig of a Shoot.
+// At most strict.MaxErrors errors are returned, and a count of the rest.
 func DecodeFirewallExtensionConfigAt(raw []byte, fldPath *field.Path) (*firewallv1alpha1.FirewallExtensionConfig, field.ErrorList) {
 	cfg := &firewallv1alpha1.FirewallExtensionConfig{}
 	if errs := strict.Decode(raw, cfg, fldPath, strict.Options{
@@ -28,7 +30,7 @@ func DecodeFirewallExtensionConfigAt(raw []byte, fldPath *field.Path) (*firewall
 		return nil, errs
 	}
 	if errs := ValidateFirewallExtensionConfig(cfg, fldPath); len(errs) > 0 {
-		return nil, errs
+		return nil, fielderrors.Bound(errs, fldPath)
 	}
 	return cfg, nil
 }
@@ -37,12 +39,12 @@ func DecodeFirewallExtensionConfigAt(raw []byte, fldPath *field.Path) (*firewall
 func ValidateFirewallExtensionConfig(cfg *firewallv1alpha1.FirewallExtensionConfig, fldPath *field.Path) field.ErrorList {
 	allErrs := ValidateFirewallSpec(firewallv1alpha1.FirewallSpec{
 		Size: cfg.Size, Image: cfg.Image, Partition: cfg.Partition, Project: cfg.Project, Networks: cfg.Networks,
-		FirewallTrafficSpec: cfg.FirewallTrafficSpec,
+		FirewallTrafficSpec: cfg.FirewallTrafficSpec, AgentVersion: cfg.AgentVersion, AgentURL: cfg.AgentURL,
 	}, fldPath)
 	switch cfg.Strategy {
 	case "", firewallv1alpha1.StrategyRollingUpdate, firewallv1alpha1.StrategyRecreate:
 	default:
-		allErrs = append(allErrs, field.NotSupported(fldPath.Child("strategy"), cfg.Strategy,
+		allErrs = append(allErrs, fielderrors.NotSupported(fldPath.Child("strategy"), cfg.Strategy,
 			[]firewallv1alpha1.UpdateStrategy{firewallv1alpha1.StrategyRollingUpdate, firewallv1alpha1.StrategyRecreate}))
 	}
 	return allErrs

@@ -1,6 +1,10 @@
 package validation_test
 
 import (
+	"fmt"
+	"slices"
+	"strings"
+
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	. "github.com/onsi/gomega/gstruct"
@@ -10,7 +14,18 @@ import (
 
 	firewallv1alpha1 "github.com/metal-firewall/gardener-extension-firewall/pkg/apis/firewall/v1alpha1"
 	. "github.com/metal-firewall/gardener-extension-firewall/pkg/apis/firewall/validation"
+	"github.com/metal-firewall/gardener-extension-firewall/pkg/utils/strict"
 )
+
+// manyNetworks returns n networks, "internet" and "tenant-1" first, so that
+// validSpec's rules still name attached networks.
+func manyNetworks(n int) []string {
+	out := []string{"internet", "tenant-1"}
+	for i := 2; i < n; i++ {
+		out = append(out, fmt.Sprintf("net-%d", i))
+	}
+	return out
+}
 
 func validSpec() firewallv1alpha1.FirewallSpec {
 	return firewallv1alpha1.FirewallSpec{
@@ -73,7 +88,59 @@ var _ = Describe("ValidateFirewallSpec", func() {
 			fieldErr(field.ErrorTypeRequired, "spec.userdataContents[1].secretRef", nil)),
 		Entry("mode beyond 0777", func(s *firewallv1alpha1.FirewallSpec) { s.UserdataContents[1].Mode = ptr.To[int32](0o1777) },
 			fieldErr(field.ErrorTypeInvalid, "spec.userdataContents[1].mode", int32(0o1777))),
+		Entry("a newline in size", func(s *firewallv1alpha1.FirewallSpec) { s.Size = "c1\nx" },
+			fieldErr(field.ErrorTypeInvalid, "spec.size", "c1\nx")),
+		Entry("a 10 MB image, quoted as an excerpt", func(s *firewallv1alpha1.FirewallSpec) { s.Image = strings.Repeat("i", 10<<20) },
+			fieldErr(field.ErrorTypeInvalid, "spec.image", strings.Repeat("i", 64)+"... (10485760 bytes)")),
+		Entry("a network with a control character", func(s *firewallv1alpha1.FirewallSpec) { s.Networks[1] = "tenant\x001" },
+			fieldErr(field.ErrorTypeInvalid, "spec.networks[1]", "tenant\x001")),
+		Entry("too many networks", func(s *firewallv1alpha1.FirewallSpec) { s.Networks = manyNetworks(MaxNetworks + 1) },
+			fieldErr(field.ErrorTypeTooMany, "spec.networks", MaxNetworks+1)),
+		Entry("a SNAT rule on a network the firewall is not attached to", func(s *firewallv1alpha1.FirewallSpec) { s.EgressRules[0].NetworkID = "underlay" },
+			fieldErr(field.ErrorTypeInvalid, "spec.egressRules[0].networkID", "underlay")),
+		Entry("two rate limits on one interface", func(s *firewallv1alpha1.FirewallSpec) { s.RateLimits = append(s.RateLimits, s.RateLimits[0]) },
+			fieldErr(field.ErrorTypeDuplicate, "spec.rateLimits[1].interface", "eth1")),
+		Entry("a rate the kernel refuses", func(s *firewallv1alpha1.FirewallSpec) { s.RateLimits[0].Rate = MaxRateMiBps + 1 },
+			fieldErr(field.ErrorTypeInvalid, "spec.rateLimits[0].rate", uint32(17593))),
+		Entry("too many internal prefixes", func(s *firewallv1alpha1.FirewallSpec) {
+			s.InternalPrefixes = make([]string, MaxInternalPrefixes+1)
+		}, fieldErr(field.ErrorTypeTooMany, "spec.internalPrefixes", MaxInternalPrefixes+1)),
+		Entry("three SNAT addresses", func(s *firewallv1alpha1.FirewallSpec) {
+			s.EgressRules[0].IPs = []string{"192.0.2.1", "192.0.2.2", "192.0.2.3"}
+		}, fieldErr(field.ErrorTypeTooMany, "spec.egressRules[0].ips", 3)),
+		Entry("an SSH key of two lines", func(s *firewallv1alpha1.FirewallSpec) {
+			s.SSHPublicKeys = []string{"ssh-ed25519 AAAA a\ncommand=\"x\" ssh-ed25519 BBBB b"}
+		}, fieldErr(field.ErrorTypeInvalid, "spec.sshPublicKeys[0]", nil)),
+		Entry("an agent URL without a host", func(s *firewallv1alpha1.FirewallSpec) { s.AgentURL = "https:///agent" },
+			fieldErr(field.ErrorTypeInvalid, "spec.agentURL", "https:///agent")),
+		Entry("too many userdata files", func(s *firewallv1alpha1.FirewallSpec) {
+			s.UserdataContents = make([]firewallv1alpha1.UserdataContent, MaxUserdataContents+1)
+		}, fieldErr(field.ErrorTypeTooMany, "spec.userdataContents", MaxUserdataContents+1)),
+		Entry("a userdata path with a newline", func(s *firewallv1alpha1.FirewallSpec) { s.UserdataContents[0].Path = "/etc/a\nb" },
+			fieldErr(field.ErrorTypeInvalid, "spec.userdataContents[0].path", "/etc/a\nb")),
+		Entry("a userdata file over 1 MiB", func(s *firewallv1alpha1.FirewallSpec) {
+			s.UserdataContents[0].Content = strings.Repeat("x", MaxUserdataContentBytes+1)
+		}, fieldErr(field.ErrorTypeTooLong, "spec.userdataContents[0].content", nil)),
+		Entry("a secretRef that is no Secret name", func(s *firewallv1alpha1.FirewallSpec) { s.UserdataContents[1].SecretRef.Name = "../x" },
+			fieldErr(field.ErrorTypeInvalid, "spec.userdataContents[1].secretRef.name", "../x")),
 	)
+
+	It("accepts the largest lists", func() {
+		spec := validSpec()
+		spec.Networks = manyNetworks(MaxNetworks)
+		spec.InternalPrefixes = slices.Repeat([]string{"10.0.0.0/8"}, MaxInternalPrefixes)
+		spec.RateLimits[0].Rate = MaxRateMiBps
+		Expect(ValidateFirewallSpec(spec, field.NewPath("spec"))).To(BeEmpty())
+	})
+
+	It("reports at most strict.MaxErrors errors of a Firewall, in a few KB", func() {
+		fw := &firewallv1alpha1.Firewall{Spec: validSpec()}
+		fw.Spec.InternalPrefixes = slices.Repeat([]string{strings.Repeat("x", 1000)}, MaxInternalPrefixes)
+		errs := ValidateFirewall(fw)
+		Expect(errs).To(HaveLen(strict.MaxErrors + 1))
+		Expect(errs[strict.MaxErrors].Error()).To(Equal(fmt.Sprintf("spec: Invalid value: and %d more errors", MaxInternalPrefixes-strict.MaxErrors)))
+		Expect(len(errs.ToAggregate().Error())).To(BeNumerically("<", 4096))
+	})
 
 	It("collects every error instead of stopping at the first", func() {
 		spec := validSpec()

@@ -1,28 +1,33 @@
 package validation
 
 import (
+	"fmt"
+
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	firewallv1alpha1 "github.com/metal-firewall/gardener-extension-firewall/pkg/apis/firewall/v1alpha1"
+	"github.com/metal-firewall/gardener-extension-firewall/pkg/utils/fielderrors"
 )
 
-// ValidateFirewallDeployment checks a FirewallDeployment.
+// ValidateFirewallDeployment checks a FirewallDeployment. At most
+// strict.MaxErrors errors are returned (and a count of the rest).
 func ValidateFirewallDeployment(d *firewallv1alpha1.FirewallDeployment) field.ErrorList {
 	specPath := field.NewPath("spec")
 	allErrs := validateReplicasSelectorTemplate(d.Spec.Replicas, d.Spec.Selector, d.Spec.Template, specPath)
 	switch d.Spec.Strategy {
 	case "", firewallv1alpha1.StrategyRollingUpdate, firewallv1alpha1.StrategyRecreate:
 	default:
-		allErrs = append(allErrs, field.NotSupported(specPath.Child("strategy"), d.Spec.Strategy,
+		allErrs = append(allErrs, fielderrors.NotSupported(specPath.Child("strategy"), d.Spec.Strategy,
 			[]firewallv1alpha1.UpdateStrategy{firewallv1alpha1.StrategyRollingUpdate, firewallv1alpha1.StrategyRecreate}))
 	}
-	return allErrs
+	return fielderrors.Bound(allErrs, specPath)
 }
 
-// ValidateFirewallSet checks a FirewallSet.
+// ValidateFirewallSet checks a FirewallSet, with at most strict.MaxErrors errors.
 func ValidateFirewallSet(s *firewallv1alpha1.FirewallSet) field.ErrorList {
-	return validateReplicasSelectorTemplate(s.Spec.Replicas, s.Spec.Selector, s.Spec.Template, field.NewPath("spec"))
+	specPath := field.NewPath("spec")
+	return fielderrors.Bound(validateReplicasSelectorTemplate(s.Spec.Replicas, s.Spec.Selector, s.Spec.Template, specPath), specPath)
 }
 
 // validateReplicasSelectorTemplate checks what deployments and sets share; the
@@ -36,7 +41,7 @@ func validateReplicasSelectorTemplate(replicas int32, selector map[string]string
 	if len(selector) == 0 {
 		allErrs = append(allErrs, field.Required(fldPath.Child("selector"), "an empty selector would adopt every Firewall of the namespace"))
 	} else if !labels.SelectorFromSet(selector).Matches(labels.Set(tmpl.Metadata.Labels)) {
-		allErrs = append(allErrs, field.Invalid(fldPath.Child("template", "metadata", "labels"), tmpl.Metadata.Labels, "must match the selector"))
+		allErrs = append(allErrs, fielderrors.Invalid(fldPath.Child("template", "metadata", "labels"), fmt.Sprint(tmpl.Metadata.Labels), "must match the selector"))
 	}
 	allErrs = append(allErrs, ValidateFirewallSpec(tmpl.Spec, fldPath.Child("template", "spec"))...)
 	return allErrs

@@ -1,6 +1,9 @@
 package validation_test
 
 import (
+	"slices"
+	"strings"
+
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -8,6 +11,7 @@ import (
 
 	fwv1alpha1 "github.com/metal-firewall/gardener-extension-firewall/pkg/apis/firewall/v1alpha1"
 	. "github.com/metal-firewall/gardener-extension-firewall/pkg/apis/firewall/validation"
+	"github.com/metal-firewall/gardener-extension-firewall/pkg/utils/strict"
 )
 
 var _ = Describe("ValidatePolicySpec", func() {
@@ -41,5 +45,37 @@ var _ = Describe("ValidatePolicySpec", func() {
 			ContainSubstring(`spec.egress[0].ports[2].port: Invalid value: 70000`),
 		))
 		Expect(errs).To(HaveLen(6))
+	})
+
+	DescribeTable("bounds every list and string",
+		func(spec *fwv1alpha1.PolicySpec, want string) {
+			errs := ValidatePolicySpec(spec, path)
+			Expect(errs).To(HaveLen(1))
+			Expect(errs[0].Error()).To(Equal(want))
+		},
+		Entry("egress rules", &fwv1alpha1.PolicySpec{Egress: make([]fwv1alpha1.EgressRule, MaxPolicyRules+1)},
+			"spec.egress: Too many: 65537: must have at most 65536 items"),
+		Entry("ingress rules", &fwv1alpha1.PolicySpec{Ingress: make([]fwv1alpha1.IngressRule, MaxPolicyRules+1)},
+			"spec.ingress: Too many: 65537: must have at most 65536 items"),
+		Entry("blocks of a rule", &fwv1alpha1.PolicySpec{Ingress: []fwv1alpha1.IngressRule{{From: make([]fwv1alpha1.IPBlock, MaxPolicyPeers+1)}}},
+			"spec.ingress[0].from: Too many: 65537: must have at most 65536 items"),
+		Entry("excepts of a block", &fwv1alpha1.PolicySpec{Ingress: []fwv1alpha1.IngressRule{{From: []fwv1alpha1.IPBlock{{CIDR: "10.0.0.0/8", Except: make([]string, MaxPolicyExcepts+1)}}}}},
+			"spec.ingress[0].from[0].except: Too many: 1025: must have at most 1024 items"),
+		Entry("ports of a rule", &fwv1alpha1.PolicySpec{Ingress: []fwv1alpha1.IngressRule{{From: []fwv1alpha1.IPBlock{{CIDR: "10.0.0.0/8"}}, Ports: make([]fwv1alpha1.PolicyPort, MaxPolicyPorts+1)}}},
+			"spec.ingress[0].ports: Too many: 1025: must have at most 1024 items"),
+		Entry("the description", &fwv1alpha1.PolicySpec{Description: strings.Repeat("d", MaxPolicyDescriptionLength+1)},
+			`spec.description: Invalid value: "`+strings.Repeat("d", 64)+`... (4097 bytes)": may not be more than 4096 bytes`),
+		Entry("a long CIDR, quoted as an excerpt", &fwv1alpha1.PolicySpec{Ingress: []fwv1alpha1.IngressRule{{From: []fwv1alpha1.IPBlock{{CIDR: strings.Repeat("1", 1<<20)}}}}},
+			`spec.ingress[0].from[0].cidr: Invalid value: "`+strings.Repeat("1", 64)+`... (1048576 bytes)": invalid CIDR`),
+		Entry("a long protocol, quoted as an excerpt", &fwv1alpha1.PolicySpec{Ingress: []fwv1alpha1.IngressRule{{From: []fwv1alpha1.IPBlock{{CIDR: "10.0.0.0/8"}}, Ports: []fwv1alpha1.PolicyPort{{Protocol: strings.Repeat("P", 1<<20)}}}}},
+			`spec.ingress[0].ports[0].protocol: Unsupported value: "`+strings.Repeat("P", 64)+`... (1048576 bytes)": supported values: "TCP", "UDP", "SCTP"`),
+	)
+
+	It("reports at most strict.MaxErrors errors, in a few KB (they become the policy's status)", func() {
+		spec := &fwv1alpha1.PolicySpec{Ingress: []fwv1alpha1.IngressRule{{From: slices.Repeat([]fwv1alpha1.IPBlock{{CIDR: strings.Repeat("x", 10000)}}, 5000)}}}
+		errs := ValidatePolicySpec(spec, path)
+		Expect(errs).To(HaveLen(strict.MaxErrors + 1))
+		Expect(errs[strict.MaxErrors].Error()).To(Equal("spec: Invalid value: and 4990 more errors"))
+		Expect(len(errs.ToAggregate().Error())).To(BeNumerically("<", 4096))
 	})
 })

@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Runs the Go fuzz targets of the decoders and validations of what users write
+# (both providerConfigs and the agent's config), one after the other, each for
+# the given time: go test -fuzz takes one package at a time. A crasher is
+# saved under its package's testdata/fuzz, and every go test replays it.
+#
+# Usage: hack/fuzz.sh <fuzztime>   (e.g. 10s, 2m)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+fuzztime="${1:?usage: hack/fuzz.sh <fuzztime>}"
+
+targets=(
+  ./pkg/utils/strict:FuzzDecode
+  ./pkg/apis/acl/validation:FuzzParse
+  ./pkg/apis/firewall/validation:FuzzDecodeFirewallExtensionConfig
+  ./pkg/firewall/config:FuzzParse
+)
+for target in "${targets[@]}"; do
+  pkg="${target%%:*}" fn="${target##*:}"
+  echo "fuzz: $fn in $pkg for $fuzztime"
+  go test -run '^$' -fuzz "^${fn}\$" -fuzztime "$fuzztime" "$pkg"
+done

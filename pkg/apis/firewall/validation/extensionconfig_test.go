@@ -1,0 +1,89 @@
+package validation_test
+
+import (
+	"fmt"
+	"strings"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	. "github.com/metal-firewall/gardener-extension-firewall/pkg/apis/firewall/validation"
+	"github.com/metal-firewall/gardener-extension-firewall/pkg/utils/strict"
+)
+
+var _ = Describe("DecodeFirewallExtensionConfig", func() {
+	// config is a valid providerConfig with extra appended inside the object.
+	config := func(extra string) string {
+		return `{"size":"c1-xlarge-x86","image":"firewall-ubuntu-3.0","partition":"fra-equ01","project":"0c4d1e2f-0000-4000-8000-000000000000",` +
+			`"networks":["internet","tenant-1"]` + extra + `}`
+	}
+
+	It("accepts a valid config, networkIDs of its networks and the highest rate the kernel takes", func() {
+		cfg, err := DecodeFirewallExtensionConfig([]byte(config(fmt.Sprintf(
+			`,"egressRules":[{"networkID":"internet","ips":["203.0.113.5"]},{"interface":"vrf1"}],"rateLimits":[{"networkID":"internet","rate":%d},{"networkID":"tenant-1","rate":1}]`,
+			MaxRateMiBps))))
+		Expect(err).NotTo(HaveOccurred())
+		Expect(cfg.RateLimits[0].Rate).To(Equal(uint32(17592)))
+		_, err = DecodeFirewallExtensionConfig([]byte(config(`,"internalPrefixes":[` + strings.Repeat(`"10.0.0.0/8",`, MaxInternalPrefixes-1) + `"10.0.0.0/8"]`)))
+		Expect(err).NotTo(HaveOccurred(), "MaxInternalPrefixes are accepted")
+	})
+
+	DescribeTable("refuses, naming the field and the value",
+		func(raw string, want ...string) {
+			_, err := DecodeFirewallExtensionConfig([]byte(raw))
+			Expect(err).To(HaveOccurred())
+			for _, w := range want {
+				Expect(err.Error()).To(ContainSubstring(w))
+			}
+			Expect(len(err.Error())).To(BeNumerically("<", 4096))
+		},
+		Entry("a key in the wrong case", config(`,"SIZE":"x"`), `unknown field "SIZE"`),
+		Entry("a duplicate key (JSON)", config(`,"image":"other-1.0"`), `key "image" already set`),
+		Entry("a duplicate key (YAML)", "size: a\nimage: b\nsize: c\n", `key "size" already set`),
+		Entry("trailing data", config("")+` {"size":"x"}`, "trailing content after the document"),
+		Entry("a second YAML document", "size: a\n---\nsize: b\n", "more than one document"),
+		Entry("invalid UTF-8", strings.Replace(config(""), "c1-xlarge", "c1-\xff\xfe", 1), "providerConfig", "not valid UTF-8"),
+		Entry("a networkID not in networks (SNAT)", config(`,"egressRules":[{"networkID":"underlay"}]`),
+			`providerConfig.egressRules[0].networkID: Invalid value: "underlay": not one of networks`),
+		Entry("a networkID not in networks (rate limit)", config(`,"rateLimits":[{"networkID":"underlay","rate":10}]`),
+			`providerConfig.rateLimits[0].networkID: Invalid value: "underlay": not one of networks`),
+		Entry("two rate limits for one network", config(`,"rateLimits":[{"networkID":"internet","rate":10},{"networkID":"internet","rate":20}]`),
+			`providerConfig.rateLimits[1].networkID: Duplicate value: "internet"`),
+		Entry("two rate limits for one interface", config(`,"rateLimits":[{"interface":"vrf1","rate":10},{"interface":"vrf1","rate":20}]`),
+			`providerConfig.rateLimits[1].interface: Duplicate value: "vrf1"`),
+		Entry("two SNAT rules for one network", config(`,"egressRules":[{"networkID":"internet"},{"networkID":"internet"}]`),
+			`providerConfig.egressRules[1].networkID: Duplicate value: "internet"`),
+		Entry("a rate above the kernel's bound", config(fmt.Sprintf(`,"rateLimits":[{"interface":"vrf1","rate":%d}]`, MaxRateMiBps+1)),
+			`providerConfig.rateLimits[0].rate: Invalid value: 17593: must be at most 17592 MiB/s`),
+		Entry("10,000 internal prefixes", config(`,"internalPrefixes":[`+strings.Repeat(`"10.0.0.0/8",`, 9999)+`"10.0.0.0/8"]`),
+			"providerConfig.internalPrefixes: Too many: 10000: must have at most 1024 items"),
+		Entry("a newline in size", strings.Replace(config(""), "c1-xlarge-x86", `c1-xlarge-x86\nrm -rf /`, 1),
+			`providerConfig.size: Invalid value: "c1-xlarge-x86\nrm -rf /": must consist of letters, digits`),
+		Entry("a control character in image", strings.Replace(config(""), "firewall-ubuntu-3.0", `firewall\u0000ubuntu`, 1),
+			`providerConfig.image: Invalid value: "firewall\x00ubuntu"`),
+		Entry("a blank in partition", strings.Replace(config(""), "fra-equ01", "fra equ01", 1), `providerConfig.partition: Invalid value: "fra equ01"`),
+		Entry("a slash in project", strings.Replace(config(""), "0c4d1e2f-0000", "../0c4d1e2f", 1), `providerConfig.project: Invalid value: "../0c4d1e2f`),
+		Entry("a 129-character size", strings.Replace(config(""), "c1-xlarge-x86", strings.Repeat("s", 129), 1),
+			`providerConfig.size: Invalid value: "ssss`, "(129 bytes)", "may not be more than 128 bytes"),
+		Entry("a 10 MB image", strings.Replace(config(""), "firewall-ubuntu-3.0", strings.Repeat("i", 10<<20), 1),
+			"providerConfig: Too long: may not be more than 262144 bytes"),
+		Entry("a network with a newline", strings.Replace(config(""), `"tenant-1"`, `"tenant\n1"`, 1), `providerConfig.networks[1]: Invalid value: "tenant\n1"`),
+		Entry("an agent URL that is not http(s)", config(`,"agentURL":"file:///etc/shadow"`), `providerConfig.agentURL: Invalid value: "file:///etc/shadow"`),
+		Entry("an agent version with a newline", config(`,"agentVersion":"v1\nx"`), `providerConfig.agentVersion: Invalid value: "v1\nx"`),
+	)
+
+	It("reports at most strict.MaxErrors errors and counts the rest", func() {
+		prefixes := strings.TrimSuffix(strings.Repeat(`"`+strings.Repeat("x", 200)+`",`, MaxInternalPrefixes), ",")
+		_, errs := DecodeFirewallExtensionConfigAt([]byte(config(`,"internalPrefixes":[`+prefixes+`]`)), field.NewPath("providerConfig"))
+		Expect(errs).To(HaveLen(strict.MaxErrors + 1))
+		Expect(errs[strict.MaxErrors].Error()).To(ContainSubstring(fmt.Sprintf("and %d more errors", MaxInternalPrefixes-strict.MaxErrors)))
+		Expect(len(errs.ToAggregate().Error())).To(BeNumerically("<", 4096))
+	})
+
+	It("derives the highest rate from the kernel's u64 arithmetic", func() {
+		// 10^9 ns * rate in bytes must fit a u64 (see MaxRateMiBps).
+		Expect(uint64(MaxRateMiBps) << 20).To(BeNumerically("<=", ^uint64(0)/1_000_000_000))
+		Expect(uint64(MaxRateMiBps+1) << 20).To(BeNumerically(">", ^uint64(0)/1_000_000_000))
+	})
+})
