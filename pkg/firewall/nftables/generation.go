@@ -48,6 +48,8 @@ func (p *Programmer) generation() (uint32, error) {
 	return 0, fmt.Errorf("no generation in the kernel's answer")
 }
 
+// dialGeneration opens a netfilter socket in the namespace, or one to the
+// recorder that stands in for the kernel in tests.
 func (p *Programmer) dialGeneration() (*netlink.Conn, error) {
 	if p.testDial != nil {
 		return nltest.Dial(p.testDial), nil
