@@ -143,7 +143,7 @@ BENCH_BASELINE_LIMIT ?= 60s
 bench:
 	@if [ "$$(id -u)" != 0 ]; then echo "make bench needs root (network namespaces)"; exit 1; fi
 	@hack/test-prereqs.sh root-only
-	@BENCH_TABLE=true BENCH_BASELINE_LIMIT=$(BENCH_BASELINE_LIMIT) go test ./pkg/firewall/nftables/ -run '^TestBenchTable$$' -count=1 -v -timeout 20m \
+	@BENCH_TABLE=true BENCH_BASELINE_LIMIT=$(BENCH_BASELINE_LIMIT) go test ./pkg/firewall/nftables/ -count=1 -v -timeout 20m -ginkgo.label-filter=bench \
 	  | grep -v -e '^=== RUN' -e '^--- PASS' -e '^PASS$$' -e '^ok '
 	@BENCH_TABLE=true go test ./test/integration/agent/ -count=1 -v -timeout 10m -ginkgo.label-filter=bench \
 	  | grep -v -e '^=== RUN' -e '^--- PASS' -e '^PASS$$' -e '^ok '

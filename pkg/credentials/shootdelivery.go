@@ -38,6 +38,9 @@ type ShootDelivery struct {
 	// namespace, from which the shoot client is built, as every Gardener
 	// extension does.
 	SeedClient client.Client
+
+	// shootClientFor, when set, replaces the shoot client (tests).
+	shootClientFor func(ctx context.Context, namespace string) (client.Client, error)
 }
 
 var shootScheme = func() *runtime.Scheme {
@@ -49,6 +52,9 @@ var shootScheme = func() *runtime.Scheme {
 }()
 
 func (d *ShootDelivery) shootClient(ctx context.Context, namespace string) (client.Client, error) {
+	if d.shootClientFor != nil {
+		return d.shootClientFor(ctx, namespace)
+	}
 	_, c, err := util.NewClientForShoot(ctx, d.SeedClient, namespace, client.Options{Scheme: shootScheme}, extensionsconfigv1alpha1.RESTOptions{})
 	if err != nil {
 		return nil, fmt.Errorf("client for the shoot of %s: %w", namespace, err)

@@ -3,36 +3,36 @@ package testenv
 import (
 	"path/filepath"
 	"runtime"
-	"testing"
 	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
 )
 
 // The main goroutine keeps the main thread, which Go never ends, so that
-// the test's starting thread below is one that ends.
+// the spec's starting thread below is one that ends.
 func init() { runtime.LockOSThread() }
 
-// A child must outlive the thread it was started from: Go ends a locked
-// thread with its goroutine (netns.NS.Do does so), and the kernel sends
-// Pdeathsig when the forking thread ends.
-func TestChildOutlivesTheStartingThread(t *testing.T) {
-	started := make(chan *process, 1)
-	go func() {
-		// This thread ends with the goroutine.
-		runtime.LockOSThread()
-		p, err := startProcess("/bin/sleep", filepath.Join(t.TempDir(), "log"), "60")
-		if err != nil {
-			t.Error(err)
+var _ = Describe("startProcess", func() {
+	// A child must outlive the thread it was started from: Go ends a locked
+	// thread with its goroutine (netns.NS.Do does so), and the kernel sends
+	// Pdeathsig when the forking thread ends.
+	It("keeps the child alive after the thread that started it ends", func() {
+		log := filepath.Join(GinkgoT().TempDir(), "log")
+		type started struct {
+			p   *process
+			err error
 		}
-		started <- p
-	}()
-	p := <-started
-	if p == nil {
-		return
-	}
-	select {
-	case err := <-p.done:
-		t.Fatalf("the child died with the thread that started it: %v", err)
-	case <-time.After(time.Second):
-		_ = p.stop()
-	}
-}
+		done := make(chan started, 1)
+		go func() {
+			// This thread ends with the goroutine.
+			runtime.LockOSThread()
+			p, err := startProcess("/bin/sleep", log, "60")
+			done <- started{p, err}
+		}()
+		s := <-done
+		Expect(s.err).NotTo(HaveOccurred())
+		DeferCleanup(func() { _ = s.p.stop() })
+		Consistently(s.p.done).WithTimeout(time.Second).ShouldNot(Receive(), "the child died with the thread that started it")
+	})
+})

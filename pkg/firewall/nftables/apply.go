@@ -8,6 +8,7 @@ import (
 	"github.com/google/nftables"
 	"github.com/google/nftables/expr"
 	"github.com/google/nftables/userdata"
+	"github.com/mdlayher/netlink/nltest"
 
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/firewall/ruleset"
 )
@@ -37,7 +38,9 @@ type Result struct {
 // safe for concurrent use.
 type Programmer struct {
 	nsPath string
-	conn   *nftables.Conn
+	// testDial, when set, replaces the kernel with a netlink recorder.
+	testDial nltest.Func
+	conn     *nftables.Conn
 
 	// last is the ruleset of the last successful Apply and lastGen the
 	// kernel's ruleset generation right after it. While the generation is
@@ -59,7 +62,7 @@ func NewProgrammer(nsPath string) *Programmer { return &Programmer{nsPath: nsPat
 func (p *Programmer) Apply(rs *ruleset.Ruleset) (Result, error) {
 	start := time.Now()
 	rs = sorted(rs)
-	conn, err := Open(p.nsPath)
+	conn, err := p.open()
 	if err != nil {
 		return Result{}, err
 	}
@@ -84,7 +87,7 @@ func (p *Programmer) Apply(rs *ruleset.Ruleset) (Result, error) {
 	}
 	p.last = nil
 	if err == nil {
-		if gen, genErr := generation(p.nsPath); genErr == nil {
+		if gen, genErr := p.generation(); genErr == nil {
 			p.last, p.lastGen = rs, gen
 		}
 	}
@@ -128,7 +131,7 @@ func (p *Programmer) cached(table *nftables.Table, rs *ruleset.Ruleset) *kernelS
 	if p.last == nil || !sameStructure(p.last, rs) {
 		return nil
 	}
-	if gen, err := generation(p.nsPath); err != nil || gen != p.lastGen {
+	if gen, err := p.generation(); err != nil || gen != p.lastGen {
 		return nil
 	}
 	state := &kernelState{sets: map[string]*nftables.Set{}, elements: map[string][]ruleset.Element{}}

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	. "github.com/onsi/ginkgo/v2"
+
 	fwv1alpha1 "github.com/metal-firewall/gardener-extension-firewall/pkg/apis/firewall/v1alpha1"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/firewall/nftables"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/firewall/ruleset"
@@ -20,8 +22,8 @@ import (
 )
 
 // The benchmarks need root (a network namespace per run) and skip otherwise.
-// `make bench` runs TestBenchTable, which prints the figures as a table beside
-// the baseline.
+// `make bench` runs the spec labelled bench, which prints the figures as a
+// table beside the baseline.
 
 var benchSizes = []int{100, 1000, 5000, 20000}
 
@@ -158,12 +160,18 @@ func baselineApply(tb testing.TB, ns *netns.NS, spec *fwv1alpha1.PolicySpec, lim
 	return d, true
 }
 
-// TestBenchTable prints the apply figures beside the baseline. It runs only
+// The apply table prints the apply figures beside the baseline. It runs only
 // with BENCH_TABLE=true (make bench), as root.
-func TestBenchTable(t *testing.T) {
-	if os.Getenv("BENCH_TABLE") != "true" {
-		t.Skip("set BENCH_TABLE=true (make bench)")
-	}
+var _ = Describe("apply figures", Label("bench"), func() {
+	It("prints the apply table", func() {
+		if os.Getenv("BENCH_TABLE") != "true" {
+			Skip("set BENCH_TABLE=true (make bench)")
+		}
+		printBenchTable(GinkgoTB())
+	})
+})
+
+func printBenchTable(t testing.TB) {
 	limit := 60 * time.Second
 	if s := os.Getenv("BENCH_BASELINE_LIMIT"); s != "" {
 		d, err := time.ParseDuration(s)

@@ -37,6 +37,15 @@ func Open(nsPath string) (*nftables.Conn, error) {
 	return c, nil
 }
 
+// open opens the lasting connection of one operation: to the namespace, or
+// to the recorder that stands in for the kernel in tests.
+func (p *Programmer) open() (*nftables.Conn, error) {
+	if p.testDial != nil {
+		return nftables.New(nftables.AsLasting(), nftables.WithTestDial(p.testDial))
+	}
+	return Open(p.nsPath)
+}
+
 // raiseBuffers sets the send and receive buffers, beyond the system maximum
 // where allowed (SO_*BUFFORCE needs CAP_NET_ADMIN, which the agent has anyway).
 func raiseBuffers(c *netlink.Conn) error {

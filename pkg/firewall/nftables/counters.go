@@ -18,7 +18,7 @@ type Counter struct {
 // rule ID (the first word of the rule comment), e.g. for metrics and the
 // monitor. Rules that share an ID (the shards of a set) are added up.
 func (p *Programmer) RuleCounters(tableName string) (map[string]Counter, error) {
-	conn, err := Open(p.nsPath)
+	conn, err := p.open()
 	if err != nil {
 		return nil, err
 	}

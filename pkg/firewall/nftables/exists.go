@@ -10,7 +10,7 @@ import (
 // asks on start: a table of its own means an earlier run enforces rules that
 // must not be replaced by less before every source has answered.
 func (p *Programmer) TableExists(name string) (bool, error) {
-	conn, err := Open(p.nsPath)
+	conn, err := p.open()
 	if err != nil {
 		return false, err
 	}

@@ -6,25 +6,17 @@ import (
 	"os"
 
 	"github.com/mdlayher/netlink"
+	"github.com/mdlayher/netlink/nltest"
 	"golang.org/x/sys/unix"
 )
 
 // generation returns the nftables ruleset generation of the namespace: the
 // kernel increments it with every committed transaction, whoever sends it.
 // google/nftables v0.3.0 has no call for NFT_MSG_GETGEN, so it is sent here.
-func generation(nsPath string) (uint32, error) {
-	cfg := &netlink.Config{}
-	if nsPath != "" {
-		f, err := os.Open(nsPath)
-		if err != nil {
-			return 0, fmt.Errorf("opening network namespace: %w", err)
-		}
-		defer func() { _ = f.Close() }()
-		cfg.NetNS = int(f.Fd())
-	}
-	conn, err := netlink.Dial(unix.NETLINK_NETFILTER, cfg)
+func (p *Programmer) generation() (uint32, error) {
+	conn, err := p.dialGeneration()
 	if err != nil {
-		return 0, fmt.Errorf("dialing netfilter netlink: %w", err)
+		return 0, err
 	}
 	defer func() { _ = conn.Close() }()
 	msgs, err := conn.Execute(netlink.Message{
@@ -54,4 +46,26 @@ func generation(nsPath string) (uint32, error) {
 		}
 	}
 	return 0, fmt.Errorf("no generation in the kernel's answer")
+}
+
+// dialGeneration opens a netfilter socket in the namespace, or one to the
+// recorder that stands in for the kernel in tests.
+func (p *Programmer) dialGeneration() (*netlink.Conn, error) {
+	if p.testDial != nil {
+		return nltest.Dial(p.testDial), nil
+	}
+	cfg := &netlink.Config{}
+	if p.nsPath != "" {
+		f, err := os.Open(p.nsPath)
+		if err != nil {
+			return nil, fmt.Errorf("opening network namespace: %w", err)
+		}
+		defer func() { _ = f.Close() }()
+		cfg.NetNS = int(f.Fd())
+	}
+	conn, err := netlink.Dial(unix.NETLINK_NETFILTER, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("dialing netfilter netlink: %w", err)
+	}
+	return conn, nil
 }

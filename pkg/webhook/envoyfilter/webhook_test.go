@@ -3,12 +3,14 @@ package envoyfilter_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/netip"
 	"strings"
-	"testing"
 
 	extensionsv1alpha1 "github.com/gardener/gardener/pkg/apis/extensions/v1alpha1"
 	"github.com/gardener/gardener/pkg/client/kubernetes"
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
 	jsonpatch "gomodules.xyz/jsonpatch/v2"
 	istioapinetworkingv1alpha3 "istio.io/api/networking/v1alpha3"
 	istionetworkingv1alpha3 "istio.io/client-go/pkg/apis/networking/v1alpha3"
@@ -38,11 +40,10 @@ func extension(status string) *extensionsv1alpha1.Extension {
 
 const allowStatus = `{"action":"ALLOW","type":"remote_ip","allowedCIDRs":["1.2.3.0/24","10.250.0.0/16"],"ingressNamespaces":["istio-ingress"],"hosts":["api.a.example.com"]}`
 
-func request(t *testing.T, ef *istionetworkingv1alpha3.EnvoyFilter) admission.Request {
+func request(ef *istionetworkingv1alpha3.EnvoyFilter) admission.Request {
+	GinkgoHelper()
 	raw, err := json.Marshal(ef)
-	if err != nil {
-		t.Fatal(err)
-	}
+	Expect(err).NotTo(HaveOccurred())
 	return admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{
 		Name: ef.Name, Namespace: ef.Namespace, Operation: admissionv1.Create, Object: runtime.RawExtension{Raw: raw},
 	}}
@@ -55,31 +56,25 @@ func gardenerFilter(name string) *istionetworkingv1alpha3.EnvoyFilter {
 }
 
 // apply applies the response's JSON patch to the request's object.
-func apply(t *testing.T, req admission.Request, resp admission.Response) *istionetworkingv1alpha3.EnvoyFilter {
-	t.Helper()
-	if !resp.Allowed {
-		t.Fatalf("not allowed: %v", resp.Result)
-	}
+func apply(req admission.Request, resp admission.Response) *istionetworkingv1alpha3.EnvoyFilter {
+	GinkgoHelper()
+	Expect(resp.Allowed).To(BeTrue(), "not allowed: %v", resp.Result)
 	doc := map[string]any{}
-	if err := json.Unmarshal(req.Object.Raw, &doc); err != nil {
-		t.Fatal(err)
-	}
+	Expect(json.Unmarshal(req.Object.Raw, &doc)).To(Succeed())
 	for _, op := range resp.Patches {
-		applyOp(t, doc, op)
+		applyOp(doc, op)
 	}
 	raw, _ := json.Marshal(doc)
 	ef := &istionetworkingv1alpha3.EnvoyFilter{}
-	if err := json.Unmarshal(raw, ef); err != nil {
-		t.Fatal(err)
-	}
+	Expect(json.Unmarshal(raw, ef)).To(Succeed())
 	return ef
 }
 
 // applyOp supports what PatchResponseFromRaw produces for configPatches: add/replace/remove of
 // /spec/configPatches or an element of it. Anything deeper replaces the whole list from the
 // fully patched object, which the tests avoid by comparing the list as a whole.
-func applyOp(t *testing.T, doc map[string]any, op jsonpatch.JsonPatchOperation) {
-	t.Helper()
+func applyOp(doc map[string]any, op jsonpatch.JsonPatchOperation) {
+	GinkgoHelper()
 	parts := strings.Split(strings.TrimPrefix(op.Path, "/"), "/")
 	if len(parts) < 2 || parts[0] != "spec" || parts[1] != "configPatches" {
 		return // metadata etc.
@@ -93,8 +88,8 @@ func applyOp(t *testing.T, doc map[string]any, op jsonpatch.JsonPatchOperation) 
 		var i int
 		if parts[2] == "-" {
 			i = len(list)
-		} else if err := json.Unmarshal([]byte(parts[2]), &i); err != nil {
-			t.Fatal(err)
+		} else {
+			Expect(json.Unmarshal([]byte(parts[2]), &i)).To(Succeed())
 		}
 		switch op.Operation {
 		case "add":
@@ -106,7 +101,7 @@ func applyOp(t *testing.T, doc map[string]any, op jsonpatch.JsonPatchOperation) 
 		}
 		spec["configPatches"] = list
 	default:
-		t.Fatalf("patch too deep for this test: %v", op)
+		Fail(fmt.Sprintf("patch too deep for this test: %v", op))
 	}
 }
 
@@ -114,75 +109,72 @@ func mutator(objs ...client.Object) *envoyfilter.Mutator {
 	return &envoyfilter.Mutator{Reader: fake.NewClientBuilder().WithScheme(kubernetes.SeedScheme).WithObjects(objs...).Build()}
 }
 
-func TestInjectsThePolicy(t *testing.T) {
-	req := request(t, gardenerFilter(shootNS+"-istio-tls-termination"))
-	resp := mutator(extension(allowStatus)).Handle(context.Background(), req)
-	ef := apply(t, req, resp)
-	if len(ef.Spec.ConfigPatches) != 2 || !envoy.IsInjected(ef.Spec.ConfigPatches[1]) {
-		t.Fatalf("want Gardener's patch and one injected patch, got %v", ef.Spec.ConfigPatches)
-	}
-	want, _ := envoy.NetworkFilterPatches([]string{"api.a.example.com"}, envoy.ShootPolicy{
-		Namespace: shootNS, Action: "ALLOW", Type: "remote_ip",
-		Allowed: []netip.Prefix{netip.MustParsePrefix("1.2.3.0/24"), netip.MustParsePrefix("10.250.0.0/16")},
+var _ = Describe("Mutator", func() {
+	ctx := context.Background()
+
+	It("injects the shoot's policy as the controller renders it, idempotently", func() {
+		req := request(gardenerFilter(shootNS + "-istio-tls-termination"))
+		resp := mutator(extension(allowStatus)).Handle(ctx, req)
+		ef := apply(req, resp)
+		Expect(ef.Spec.ConfigPatches).To(HaveLen(2), "want Gardener's patch and one injected patch")
+		Expect(envoy.IsInjected(ef.Spec.ConfigPatches[1])).To(BeTrue(), "want Gardener's patch and one injected patch, got %v", ef.Spec.ConfigPatches)
+		want, _ := envoy.NetworkFilterPatches([]string{"api.a.example.com"}, envoy.ShootPolicy{
+			Namespace: shootNS, Action: "ALLOW", Type: "remote_ip",
+			Allowed: []netip.Prefix{netip.MustParsePrefix("1.2.3.0/24"), netip.MustParsePrefix("10.250.0.0/16")},
+		})
+		Expect(envoy.ContainsAll(ef.Spec.ConfigPatches, want)).To(BeTrue(), "injected patch differs from the controller's: %v", ef.Spec.ConfigPatches[1])
+
+		By("mutating the result again, which changes nothing")
+		raw, _ := json.Marshal(ef)
+		req.Object.Raw = raw
+		resp = mutator(extension(allowStatus)).Handle(ctx, req)
+		Expect(resp.Allowed).To(BeTrue())
+		Expect(resp.Patches).To(BeEmpty(), "second pass changed something")
 	})
-	if !envoy.ContainsAll(ef.Spec.ConfigPatches, want) {
-		t.Fatalf("injected patch differs from the controller's: %v", ef.Spec.ConfigPatches[1])
-	}
 
-	// Mutating the result again changes nothing: the webhook is idempotent.
-	raw, _ := json.Marshal(ef)
-	req.Object.Raw = raw
-	resp = mutator(extension(allowStatus)).Handle(context.Background(), req)
-	if !resp.Allowed || len(resp.Patches) != 0 {
-		t.Fatalf("second pass changed something: %v", resp.Patches)
-	}
-}
-
-func TestLeavesOtherFiltersAlone(t *testing.T) {
-	for _, name := range []string{"http-proxy", shootNS + "-apiserver-proxy"} {
-		req := request(t, gardenerFilter(name))
-		resp := mutator(extension(allowStatus)).Handle(context.Background(), req)
-		if !resp.Allowed || len(resp.Patches) != 0 {
-			t.Fatalf("%s: %v", name, resp)
+	It("leaves other filters alone", func() {
+		for _, name := range []string{"http-proxy", shootNS + "-apiserver-proxy"} {
+			req := request(gardenerFilter(name))
+			resp := mutator(extension(allowStatus)).Handle(ctx, req)
+			Expect(resp.Allowed).To(BeTrue(), name)
+			Expect(resp.Patches).To(BeEmpty(), name)
 		}
-	}
-	// A shoot without ACL: nothing to inject, nothing to strip.
-	req := request(t, gardenerFilter("shoot--p--other-istio-tls-termination"))
-	resp := mutator(extension(allowStatus)).Handle(context.Background(), req)
-	if !resp.Allowed || len(resp.Patches) != 0 {
-		t.Fatalf("%v", resp)
-	}
-}
+		By("a shoot without ACL: nothing to inject, nothing to strip")
+		req := request(gardenerFilter("shoot--p--other-istio-tls-termination"))
+		resp := mutator(extension(allowStatus)).Handle(ctx, req)
+		Expect(resp.Allowed).To(BeTrue())
+		Expect(resp.Patches).To(BeEmpty())
+	})
 
-func TestStripsWhenThePolicyIsGone(t *testing.T) {
-	req := request(t, gardenerFilter(shootNS+"-istio-tls-termination"))
-	ef := apply(t, req, mutator(extension(allowStatus)).Handle(context.Background(), req))
-	raw, _ := json.Marshal(ef)
-	req.Object.Raw = raw
+	It("strips the injected patch when the policy is gone", func() {
+		req := request(gardenerFilter(shootNS + "-istio-tls-termination"))
+		ef := apply(req, mutator(extension(allowStatus)).Handle(ctx, req))
+		raw, _ := json.Marshal(ef)
+		req.Object.Raw = raw
 
-	for name, m := range map[string]*envoyfilter.Mutator{
-		"no extension":   mutator(),
-		"status cleared": mutator(extension("")),
-		"extension deleting": mutator(func() client.Object {
-			ex := extension(allowStatus)
-			ex.Finalizers = []string{"x"}
-			now := metav1.Now()
-			ex.DeletionTimestamp = &now
-			return ex
-		}()),
-	} {
-		got := apply(t, req, m.Handle(context.Background(), req))
-		if len(got.Spec.ConfigPatches) != 1 || envoy.IsInjected(got.Spec.ConfigPatches[0]) {
-			t.Errorf("%s: want only Gardener's patch, got %v", name, got.Spec.ConfigPatches)
+		for name, m := range map[string]*envoyfilter.Mutator{
+			"no extension":   mutator(),
+			"status cleared": mutator(extension("")),
+			"extension deleting": mutator(func() client.Object {
+				ex := extension(allowStatus)
+				ex.Finalizers = []string{"x"}
+				now := metav1.Now()
+				ex.DeletionTimestamp = &now
+				return ex
+			}()),
+		} {
+			got := apply(req, m.Handle(ctx, req))
+			Expect(got.Spec.ConfigPatches).To(HaveLen(1), "%s: want only Gardener's patch", name)
+			Expect(envoy.IsInjected(got.Spec.ConfigPatches[0])).To(BeFalse(), "%s: want only Gardener's patch, got %v", name, got.Spec.ConfigPatches)
 		}
-	}
-}
+	})
 
-func TestRegistrationScope(t *testing.T) {
-	cfg := envoyfilter.MutatingWebhookConfiguration(admissionregistrationClientConfig())
-	w := cfg.Webhooks[0]
-	if *w.FailurePolicy != "Ignore" || w.NamespaceSelector.MatchLabels["gardener.cloud/role"] != "istio-ingress" ||
-		len(w.MatchConditions) != 1 || !strings.Contains(w.MatchConditions[0].Expression, "-istio-tls-termination") {
-		t.Fatalf("unexpected scope: %+v", w)
-	}
-}
+	It("is registered for the per-shoot TLS termination filters of the istio-ingress namespaces only, failing open", func() {
+		cfg := envoyfilter.MutatingWebhookConfiguration(admissionregistrationClientConfig())
+		w := cfg.Webhooks[0]
+		Expect(*w.FailurePolicy).To(BeEquivalentTo("Ignore"))
+		Expect(w.NamespaceSelector.MatchLabels).To(HaveKeyWithValue("gardener.cloud/role", "istio-ingress"))
+		Expect(w.MatchConditions).To(HaveLen(1))
+		Expect(w.MatchConditions[0].Expression).To(ContainSubstring("-istio-tls-termination"))
+	})
+})

@@ -1,0 +1,322 @@
+package csrapprover_test
+
+import (
+	"context"
+	"crypto"
+	"crypto/ecdsa"
+	"crypto/ed25519"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/rsa"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	authorizationv1 "k8s.io/api/authorization/v1"
+	certificatesv1 "k8s.io/api/certificates/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	firewallv1alpha1 "github.com/metal-firewall/gardener-extension-firewall/pkg/apis/firewall/v1alpha1"
+	"github.com/metal-firewall/gardener-extension-firewall/pkg/controller/csrapprover"
+)
+
+const (
+	namespace = "shoot--p--s"
+	fwName    = "shoot-firewall-0"
+	csrName   = "firewall-csr"
+)
+
+// scenario is one CSR and the seed it is decided in.
+type scenario struct {
+	key        crypto.Signer
+	subject    pkix.Name
+	dnsNames   []string
+	tamper     bool   // break the request's signature
+	request    []byte // replaces the encoded request when set
+	username   string
+	groups     []string
+	usages     []certificatesv1.KeyUsage
+	expiration *int32
+	signer     string
+	conditions []certificatesv1.CertificateSigningRequestCondition
+	firewall   *firewallv1alpha1.Firewall // nil: no Firewall in the seed
+	sarAllowed bool
+	sarReason  string
+}
+
+// bootstrapping is the first CSR of the firewall's agent, with its
+// bootstrap token: the request the approver exists for.
+func bootstrapping() *scenario {
+	return &scenario{
+		key:        ecKey(elliptic.P256()),
+		subject:    pkix.Name{CommonName: firewallv1alpha1.AgentUserName(namespace, fwName), Organization: []string{firewallv1alpha1.AgentGroup(namespace)}},
+		username:   "system:bootstrap:abcdef",
+		groups:     []string{"system:bootstrappers", firewallv1alpha1.BootstrapGroup(namespace, fwName), "system:authenticated"},
+		usages:     []certificatesv1.KeyUsage{certificatesv1.UsageDigitalSignature, certificatesv1.UsageClientAuth},
+		expiration: ptr.To[int32](3600),
+		signer:     certificatesv1.KubeAPIServerClientSignerName,
+		firewall:   &firewallv1alpha1.Firewall{ObjectMeta: metav1.ObjectMeta{Name: fwName, Namespace: namespace}},
+		sarAllowed: true,
+	}
+}
+
+func ecKey(curve elliptic.Curve) crypto.Signer {
+	key, err := ecdsa.GenerateKey(curve, rand.Reader)
+	Expect(err).NotTo(HaveOccurred())
+	return key
+}
+
+func rsaKey(bits int) crypto.Signer {
+	key, err := rsa.GenerateKey(rand.Reader, bits) // weak on purpose where the approver must deny
+	Expect(err).NotTo(HaveOccurred())
+	return key
+}
+
+func (s *scenario) csr() *certificatesv1.CertificateSigningRequest {
+	GinkgoHelper()
+	req := s.request
+	if req == nil {
+		der, err := x509.CreateCertificateRequest(rand.Reader, &x509.CertificateRequest{Subject: s.subject, DNSNames: s.dnsNames}, s.key)
+		Expect(err).NotTo(HaveOccurred())
+		if s.tamper {
+			der[len(der)-1] ^= 0xff // the signature is last
+		}
+		req = pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE REQUEST", Bytes: der})
+	}
+	return &certificatesv1.CertificateSigningRequest{
+		ObjectMeta: metav1.ObjectMeta{Name: csrName},
+		Spec: certificatesv1.CertificateSigningRequestSpec{
+			Request: req, SignerName: s.signer, Usages: s.usages, ExpirationSeconds: s.expiration,
+			Username: s.username, Groups: s.groups, UID: "uid-1", Extra: map[string]certificatesv1.ExtraValue{"scope": {"a"}},
+		},
+		Status: certificatesv1.CertificateSigningRequestStatus{Conditions: s.conditions},
+	}
+}
+
+// decision is what the approver did with a CSR.
+type decision struct {
+	// Type is Approved or Denied; empty when the CSR was left alone.
+	Type    certificatesv1.RequestConditionType
+	Reason  string
+	Message string
+}
+
+func approved() decision {
+	return decision{Type: certificatesv1.CertificateApproved, Reason: "FirewallCSRApproved",
+		Message: "approved by gardener-extension-firewall for " + firewallv1alpha1.AgentUserName(namespace, fwName)}
+}
+
+func denied(message string) decision {
+	return decision{Type: certificatesv1.CertificateDenied, Reason: "FirewallCSRInvalid", Message: message}
+}
+
+var leftAlone = decision{}
+
+// world is the fake seed of one decision and what the approver asked of it.
+type world struct {
+	client      client.Client
+	reviews     []*authorizationv1.SubjectAccessReview
+	subresource []string // the subresources written
+}
+
+func newWorld(s *scenario, csr *certificatesv1.CertificateSigningRequest) *world {
+	scheme := runtime.NewScheme()
+	Expect(clientgoscheme.AddToScheme(scheme)).To(Succeed())
+	Expect(firewallv1alpha1.AddToScheme(scheme)).To(Succeed())
+	objs := []client.Object{csr}
+	if s.firewall != nil {
+		objs = append(objs, s.firewall)
+	}
+	w := &world{}
+	w.client = fake.NewClientBuilder().WithScheme(scheme).WithObjects(objs...).
+		WithStatusSubresource(&certificatesv1.CertificateSigningRequest{}).
+		WithInterceptorFuncs(interceptor.Funcs{
+			// The fake client cannot authorize: the scenario answers.
+			Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
+				if sar, ok := obj.(*authorizationv1.SubjectAccessReview); ok {
+					w.reviews = append(w.reviews, sar.DeepCopy())
+					sar.Status = authorizationv1.SubjectAccessReviewStatus{Allowed: s.sarAllowed, Reason: s.sarReason}
+					return nil
+				}
+				return c.Create(ctx, obj, opts...)
+			},
+			SubResourceUpdate: func(ctx context.Context, c client.Client, sub string, obj client.Object, opts ...client.SubResourceUpdateOption) error {
+				w.subresource = append(w.subresource, sub)
+				return c.SubResource(sub).Update(ctx, obj, opts...)
+			},
+		}).Build()
+	return w
+}
+
+// decide reconciles the scenario's CSR and returns the decision recorded.
+func decide(s *scenario) (decision, *world) {
+	GinkgoHelper()
+	csr := s.csr()
+	w := newWorld(s, csr)
+	r := &csrapprover.Reconciler{Client: w.client, MaxDuration: csrapprover.DefaultMaxDuration}
+	res, err := r.Reconcile(context.Background(), reconcile.Request{NamespacedName: client.ObjectKey{Name: csrName}})
+	Expect(err).NotTo(HaveOccurred())
+	Expect(res).To(Equal(reconcile.Result{}))
+
+	got := &certificatesv1.CertificateSigningRequest{}
+	Expect(w.client.Get(context.Background(), client.ObjectKey{Name: csrName}, got)).To(Succeed())
+	added := got.Status.Conditions[len(s.conditions):]
+	Expect(len(added)).To(BeNumerically("<=", 1), "at most one decision")
+	if len(added) == 0 {
+		Expect(w.subresource).To(BeEmpty())
+		return leftAlone, w
+	}
+	Expect(w.subresource).To(Equal([]string{"approval"}), "decisions go through the approval subresource")
+	Expect(added[0].Status).To(Equal(corev1.ConditionTrue))
+	return decision{Type: added[0].Type, Reason: added[0].Reason, Message: added[0].Message}, w
+}
+
+var _ = Describe("Reconciler", func() {
+	DescribeTable("decides a CSR",
+		func(modify func(*scenario), want decision, sarAsked bool) {
+			s := bootstrapping()
+			modify(s)
+			got, w := decide(s)
+			if want.Type == certificatesv1.CertificateDenied {
+				Expect(got).To(And(HaveField("Type", want.Type), HaveField("Reason", want.Reason), HaveField("Message", ContainSubstring(want.Message))))
+			} else {
+				Expect(got).To(Equal(want))
+			}
+			if sarAsked {
+				Expect(w.reviews).To(HaveLen(1))
+			} else {
+				Expect(w.reviews).To(BeEmpty(), "decided before asking the API")
+			}
+		},
+		Entry("the firewall's own bootstrap token: approved",
+			func(*scenario) {}, approved(), true),
+		Entry("renewal with the firewall's own certificate: approved",
+			func(s *scenario) {
+				s.username = firewallv1alpha1.AgentUserName(namespace, fwName)
+				s.groups = []string{firewallv1alpha1.AgentGroup(namespace), "system:authenticated"}
+			}, approved(), true),
+		Entry("key encipherment besides client auth: approved",
+			func(s *scenario) { s.usages = append(s.usages, certificatesv1.UsageKeyEncipherment) }, approved(), true),
+		Entry("an RSA key of 2048 bits: approved",
+			func(s *scenario) { s.key = rsaKey(2048) }, approved(), true),
+		Entry("an ed25519 key: approved",
+			func(s *scenario) {
+				_, key, err := ed25519.GenerateKey(rand.Reader)
+				Expect(err).NotTo(HaveOccurred())
+				s.key = key
+			}, approved(), true),
+		Entry("the shortest validity: approved",
+			func(s *scenario) { s.expiration = ptr.To(int32(csrapprover.MinDuration.Seconds())) }, approved(), true),
+		Entry("the longest validity: approved",
+			func(s *scenario) { s.expiration = ptr.To(int32(csrapprover.DefaultMaxDuration.Seconds())) }, approved(), true),
+
+		Entry("a bootstrap token of another firewall's group: denied",
+			func(s *scenario) {
+				s.groups = []string{"system:bootstrappers", firewallv1alpha1.BootstrapGroup(namespace, "shoot-firewall-1")}
+			}, denied(`requester "system:bootstrap:abcdef" is neither firewall:shoot--p--s:shoot-firewall-0 nor a bootstrap token of group`), false),
+		Entry("another firewall's certificate: denied",
+			func(s *scenario) {
+				s.username, s.groups = firewallv1alpha1.AgentUserName(namespace, "shoot-firewall-1"), nil
+			},
+			denied(`requester "firewall:shoot--p--s:shoot-firewall-1" is neither`), false),
+		Entry("the bootstrap group without a bootstrap token: denied",
+			func(s *scenario) { s.username = "system:serviceaccount:kube-system:default" },
+			denied(`requester "system:serviceaccount:kube-system:default" is neither`), false),
+		Entry("a wrong organization: denied",
+			func(s *scenario) { s.subject.Organization = []string{"system:masters"} },
+			denied(`subject O must be ["firewall:shoot--p--s"], got ["system:masters"]`), false),
+		Entry("no organization: denied",
+			func(s *scenario) { s.subject.Organization = nil }, denied(`subject O must be`), false),
+		Entry("subject alternative names: denied",
+			func(s *scenario) { s.dnsNames = []string{"kubernetes.default"} },
+			denied("a client certificate carries no subject alternative names"), false),
+		Entry("no client auth usage: denied",
+			func(s *scenario) { s.usages = []certificatesv1.KeyUsage{certificatesv1.UsageDigitalSignature} },
+			denied("usages must include client auth"), false),
+		Entry("server auth besides client auth: denied",
+			func(s *scenario) { s.usages = append(s.usages, certificatesv1.UsageServerAuth) },
+			denied(`usage "server auth" is not allowed`), false),
+		Entry("an RSA key of 1024 bits: denied",
+			func(s *scenario) { s.key = rsaKey(1024) }, denied("RSA key of 1024 bits is too weak, at least 2048"), false),
+		Entry("an ECDSA key on P-224: denied",
+			func(s *scenario) { s.key = ecKey(elliptic.P224()) }, denied("ECDSA key of 224 bits is too weak, at least P-256"), false),
+		Entry("a signature that does not verify: denied",
+			func(s *scenario) { s.tamper = true }, denied("the request's signature does not verify"), false),
+		Entry("no expirationSeconds: denied",
+			func(s *scenario) { s.expiration = nil }, denied("spec.expirationSeconds is required"), false),
+		Entry("expirationSeconds below the minimum: denied",
+			func(s *scenario) { s.expiration = ptr.To(int32(csrapprover.MinDuration.Seconds()) - 1) },
+			denied("spec.expirationSeconds 599 is outside [600, 86400]"), false),
+		Entry("expirationSeconds above the maximum: denied",
+			func(s *scenario) { s.expiration = ptr.To(int32(csrapprover.DefaultMaxDuration.Seconds()) + 1) },
+			denied("spec.expirationSeconds 86401 is outside [600, 86400]"), false),
+		Entry("no Firewall of that name in the seed: denied",
+			func(s *scenario) { s.firewall = nil }, denied("no Firewall shoot--p--s/shoot-firewall-0 in this seed"), false),
+		Entry("a paused Firewall, being migrated away: denied",
+			func(s *scenario) {
+				s.firewall.Annotations = map[string]string{firewallv1alpha1.AnnotationPaused: "true"}
+			}, denied("Firewall shoot--p--s/shoot-firewall-0 is paused"), false),
+		Entry("a requester the SubjectAccessReview turns away: denied",
+			func(s *scenario) { s.sarAllowed, s.sarReason = false, "no RBAC policy matched" },
+			denied(`requester "system:bootstrap:abcdef" may not create certificatesigningrequests/firewallclient: no RBAC policy matched`), true),
+
+		Entry("a CN that names no firewall: left alone",
+			func(s *scenario) { s.subject.CommonName = "system:node:worker-1" }, leftAlone, false),
+		Entry("a firewall CN that does not parse: left alone",
+			func(s *scenario) { s.subject.CommonName = firewallv1alpha1.AgentUserPrefix + "only-a-namespace" }, leftAlone, false),
+		Entry("an unparseable request: left alone",
+			func(s *scenario) { s.request = []byte("not a CSR") }, leftAlone, false),
+		Entry("another signer: left alone",
+			func(s *scenario) { s.signer = certificatesv1.KubeAPIServerClientKubeletSignerName }, leftAlone, false),
+		Entry("a CSR already decided: left alone",
+			func(s *scenario) {
+				s.conditions = []certificatesv1.CertificateSigningRequestCondition{{Type: certificatesv1.CertificateDenied, Status: corev1.ConditionTrue, Reason: "ByHand"}}
+			}, leftAlone, false),
+	)
+
+	It("asks the SubjectAccessReview about the requester and the firewallclient subresource", func() {
+		s := bootstrapping()
+		_, w := decide(s)
+		Expect(w.reviews).To(HaveLen(1))
+		Expect(w.reviews[0].Spec).To(Equal(authorizationv1.SubjectAccessReviewSpec{
+			User: s.username, Groups: s.groups, UID: "uid-1", Extra: map[string]authorizationv1.ExtraValue{"scope": {"a"}},
+			ResourceAttributes: &authorizationv1.ResourceAttributes{
+				Group: certificatesv1.GroupName, Resource: "certificatesigningrequests", Subresource: firewallv1alpha1.CSRSubresource, Verb: "create",
+			},
+		}))
+	})
+
+	It("honours a shorter maximum validity", func() {
+		s := bootstrapping()
+		csr := s.csr()
+		w := newWorld(s, csr)
+		r := &csrapprover.Reconciler{Client: w.client, MaxDuration: 30 * time.Minute}
+		_, err := r.Reconcile(context.Background(), reconcile.Request{NamespacedName: client.ObjectKey{Name: csrName}})
+		Expect(err).NotTo(HaveOccurred())
+		got := &certificatesv1.CertificateSigningRequest{}
+		Expect(w.client.Get(context.Background(), client.ObjectKey{Name: csrName}, got)).To(Succeed())
+		Expect(got.Status.Conditions).To(ConsistOf(And(HaveField("Type", certificatesv1.CertificateDenied),
+			HaveField("Message", "spec.expirationSeconds 3600 is outside [600, 1800]"))))
+	})
+
+	It("does nothing for a CSR that is gone", func() {
+		s := bootstrapping()
+		w := newWorld(s, s.csr())
+		r := &csrapprover.Reconciler{Client: w.client, MaxDuration: csrapprover.DefaultMaxDuration}
+		res, err := r.Reconcile(context.Background(), reconcile.Request{NamespacedName: client.ObjectKey{Name: "other"}})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(res).To(Equal(reconcile.Result{}))
+		Expect(w.reviews).To(BeEmpty())
+	})
+})
