@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/apis/acl/validation"
+	"github.com/metal-firewall/gardener-extension-firewall/pkg/utils/cidr"
 )
 
 func manyCIDRs(n int) []netip.Prefix {
@@ -50,6 +51,6 @@ func BenchmarkSubtract(b *testing.B) {
 	from := manyCIDRs(validation.DefaultMaxCIDRs)
 	b.ReportAllocs()
 	for b.Loop() {
-		Subtract(from, always)
+		cidr.Subtract(from, always)
 	}
 }

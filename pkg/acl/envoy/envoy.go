@@ -39,6 +39,7 @@ import (
 
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/apis/acl/v1alpha1"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/apis/acl/validation"
+	"github.com/metal-firewall/gardener-extension-firewall/pkg/utils/cidr"
 )
 
 const (
@@ -79,9 +80,9 @@ type ShootPolicy struct {
 func NewShootPolicy(namespace string, p *validation.Policy, alwaysAllowed []netip.Prefix) ShootPolicy {
 	s := ShootPolicy{Namespace: namespace, Action: p.Action, Type: p.Type}
 	if p.Action == v1alpha1.ActionDeny {
-		s.Denied = Subtract(p.CIDRs, alwaysAllowed)
+		s.Denied = cidr.Subtract(p.CIDRs, alwaysAllowed)
 	} else {
-		s.Allowed = Merge(p.CIDRs, alwaysAllowed)
+		s.Allowed = cidr.Merge(p.CIDRs, alwaysAllowed)
 	}
 	return s
 }

@@ -21,6 +21,7 @@ import (
 	istioapinetworkingv1alpha3 "istio.io/api/networking/v1alpha3"
 
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/apis/acl/validation"
+	"github.com/metal-firewall/gardener-extension-firewall/pkg/utils/cidr"
 )
 
 var always = []netip.Prefix{netip.MustParsePrefix("10.250.0.0/16"), netip.MustParsePrefix("100.64.0.0/12"), netip.MustParsePrefix("2001:db8:ffff::/48")}
@@ -36,7 +37,7 @@ var _ = Describe("NewShootPolicy", func() {
 	It("adds the always-allowed CIDRs to an ALLOW", func() {
 		s := allowPolicy()
 		// 10.250.1.0/24 is inside the always-allowed 10.250.0.0/16; 2001:db8:ffff::/48 inside 2001:db8::/32.
-		Expect(strings.Join(Strings(s.Allowed), ",")).To(Equal("1.2.3.0/24,10.250.0.0/16,100.64.0.0/12,2001:db8::/32"))
+		Expect(strings.Join(cidr.Strings(s.Allowed), ",")).To(Equal("1.2.3.0/24,10.250.0.0/16,100.64.0.0/12,2001:db8::/32"))
 	})
 
 	It("never denies an always-allowed CIDR", func() {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/netip"
 	"slices"
+	"strings"
 
 	extensionscontroller "github.com/gardener/gardener/extensions/pkg/controller"
 	"github.com/gardener/gardener/extensions/pkg/controller/extension"
@@ -16,6 +17,7 @@ import (
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/acl/providerstatus"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/apis/acl/validation"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/constants"
+	"github.com/metal-firewall/gardener-extension-firewall/pkg/utils/cidr"
 )
 
 // Config is what the operator sets.
@@ -41,7 +43,7 @@ type actuator struct {
 func NewActuator(c client.Client, reader client.Reader, cfg Config) (extension.Actuator, error) {
 	var always []netip.Prefix
 	for _, s := range cfg.AlwaysAllowedCIDRs {
-		p, err := validation.ParseCIDR(s)
+		p, err := cidr.Parse(strings.TrimSpace(s))
 		if err != nil {
 			return nil, fmt.Errorf("operator's always-allowed CIDR %q: %w", s, err)
 		}

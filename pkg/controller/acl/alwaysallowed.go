@@ -12,8 +12,7 @@ import (
 	extensionsv1alpha1 "github.com/gardener/gardener/pkg/apis/extensions/v1alpha1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/metal-firewall/gardener-extension-firewall/pkg/acl/envoy"
-	"github.com/metal-firewall/gardener-extension-firewall/pkg/apis/acl/validation"
+	"github.com/metal-firewall/gardener-extension-firewall/pkg/utils/cidr"
 )
 
 // alwaysAllowed are the CIDRs no shoot can lock out: seed nodes and pods, shoot nodes (spec and
@@ -43,14 +42,14 @@ func (a *actuator) alwaysAllowed(ctx context.Context, namespace string, cluster 
 	}
 	out := slices.Clone(a.always)
 	for _, c := range cidrs {
-		p, err := validation.ParseCIDR(c)
+		p, err := cidr.Parse(strings.TrimSpace(c))
 		if err != nil {
 			// Not the shoot owner's input: skip what Gardener or a provider wrote in a form we do not know.
 			continue
 		}
 		out = append(out, p)
 	}
-	return envoy.Merge(out), nil
+	return cidr.Merge(out), nil
 }
 
 func shootCIDRs(shoot *gardencorev1beta1.Shoot) []string {

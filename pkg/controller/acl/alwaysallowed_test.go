@@ -11,7 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
-	"github.com/metal-firewall/gardener-extension-firewall/pkg/acl/envoy"
+	"github.com/metal-firewall/gardener-extension-firewall/pkg/utils/cidr"
 )
 
 var _ = Describe("alwaysAllowed", func() {
@@ -34,6 +34,6 @@ var _ = Describe("alwaysAllowed", func() {
 		}
 		got, err := a.alwaysAllowed(context.Background(), "shoot--p--a", cluster)
 		Expect(err).NotTo(HaveOccurred())
-		Expect(envoy.Strings(got)).To(Equal([]string{"10.1.0.0/16", "10.2.0.0/16", "10.250.0.0/16", "10.251.0.0/16", "192.0.2.0/28", "198.51.100.0/30", "203.0.113.7/32", "2001:db8:250::/64", "fd00:1::/64"}))
+		Expect(cidr.Strings(got)).To(Equal([]string{"10.1.0.0/16", "10.2.0.0/16", "10.250.0.0/16", "10.251.0.0/16", "192.0.2.0/28", "198.51.100.0/30", "203.0.113.7/32", "2001:db8:250::/64", "fd00:1::/64"}))
 	})
 })

@@ -17,6 +17,7 @@ import (
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/acl/providerstatus"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/apis/acl/v1alpha1"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/apis/acl/validation"
+	"github.com/metal-firewall/gardener-extension-firewall/pkg/utils/cidr"
 )
 
 // newStatus is what the Extension reports: the rule, the CIDRs in force and where. The webhook
@@ -27,10 +28,10 @@ func newStatus(p *validation.Policy, s envoy.ShootPolicy, always []netip.Prefix,
 		Kind:               "ExtensionStatus",
 		Action:             p.Action,
 		Type:               p.Type,
-		RuleCIDRs:          envoy.Strings(p.CIDRs),
-		AlwaysAllowedCIDRs: envoy.Strings(always),
-		AllowedCIDRs:       envoy.Strings(s.Allowed),
-		DeniedCIDRs:        envoy.Strings(s.Denied),
+		RuleCIDRs:          cidr.Strings(p.CIDRs),
+		AlwaysAllowedCIDRs: cidr.Strings(always),
+		AllowedCIDRs:       cidr.Strings(s.Allowed),
+		DeniedCIDRs:        cidr.Strings(s.Denied),
 	}
 	if p.Action == v1alpha1.ActionAllow {
 		st.DeniedCIDRs = nil

@@ -13,6 +13,7 @@ import (
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/acl/providerstatus"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/apis/acl/validation"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/constants"
+	"github.com/metal-firewall/gardener-extension-firewall/pkg/utils/cidr"
 )
 
 var _ = Describe("status", func() {
@@ -29,7 +30,7 @@ var _ = Describe("status", func() {
 		Expect(ok).To(BeTrue())
 		Expect(hosts).To(Equal([]string{"h"}))
 		Expect(got.Type).To(Equal("direct_remote_ip"))
-		Expect(envoy.Strings(got.Allowed)).To(Equal(envoy.Strings(shoot.Allowed)))
+		Expect(cidr.Strings(got.Allowed)).To(Equal(cidr.Strings(shoot.Allowed)))
 
 		ex.Spec.Type = "other"
 		_, _, ok = providerstatus.Policy(ex)

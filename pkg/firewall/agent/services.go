@@ -9,8 +9,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/metal-firewall/gardener-extension-firewall/pkg/apis/firewall/validation"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/firewall/ruleset"
+	"github.com/metal-firewall/gardener-extension-firewall/pkg/utils/cidr"
 )
 
 // serviceAllows turns LoadBalancer Services into what the firewall allows:
@@ -21,16 +21,16 @@ import (
 func serviceAllows(services []corev1.Service, log *slog.Logger) []ruleset.ServiceAllow {
 	var out []ruleset.ServiceAllow
 	for _, svc := range services {
-		var sources []ruleset.Range
+		var sources []cidr.Range
 		valid := true
-		for _, cidr := range svc.Spec.LoadBalancerSourceRanges {
-			prefix, err := validation.ParseCIDR(strings.TrimSpace(cidr))
+		for _, source := range svc.Spec.LoadBalancerSourceRanges {
+			prefix, err := cidr.Parse(strings.TrimSpace(source))
 			if err != nil {
-				log.Error("Service left out: invalid loadBalancerSourceRanges", "service", svc.Namespace+"/"+svc.Name, "value", cidr, "error", err)
+				log.Error("Service left out: invalid loadBalancerSourceRanges", "service", svc.Namespace+"/"+svc.Name, "value", source, "error", err)
 				valid = false
 				break
 			}
-			sources = append(sources, ruleset.PrefixRange(prefix))
+			sources = append(sources, cidr.RangeOf(prefix))
 		}
 		if !valid {
 			continue

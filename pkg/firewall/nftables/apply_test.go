@@ -16,6 +16,7 @@ import (
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/firewall/nftables"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/firewall/ruleset"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/firewall/ruleset/rulesettest"
+	"github.com/metal-firewall/gardener-extension-firewall/pkg/utils/cidr"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/utils/netns"
 )
 
@@ -253,7 +254,7 @@ var _ = Describe("Programmer", func() {
 		svc := func(addr string, port uint16, sources ...string) ruleset.ServiceAllow {
 			a := ruleset.ServiceAllow{Addr: netip.MustParseAddr(addr), Proto: 6, Port: port}
 			for _, s := range sources {
-				a.Sources = append(a.Sources, ruleset.PrefixRange(netip.MustParsePrefix(s)))
+				a.Sources = append(a.Sources, cidr.RangeOf(netip.MustParsePrefix(s)))
 			}
 			return a
 		}

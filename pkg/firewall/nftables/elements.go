@@ -13,6 +13,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/firewall/ruleset"
+	"github.com/metal-firewall/gardener-extension-firewall/pkg/utils/cidr"
 )
 
 // ElementsPerMessage bounds the elements in one netlink message. The elements
@@ -77,8 +78,8 @@ func decode(kind ruleset.SetKind, v6 bool, elems []nftables.SetElement) []rulese
 			to, _ := netip.AddrFromSlice(el.KeyEnd[addrLen+8 : n])
 			port := binary.BigEndian.Uint16(el.Key[addrLen+4:])
 			out = append(out, ruleset.Element{
-				Addr: ruleset.Range{From: dst, To: dst}, Proto: el.Key[addrLen], PortFrom: port, PortTo: port,
-				Src: ruleset.Range{From: from, To: to},
+				Addr: cidr.Range{From: dst, To: dst}, Proto: el.Key[addrLen], PortFrom: port, PortTo: port,
+				Src: cidr.Range{From: from, To: to},
 			})
 		}
 		return out
@@ -94,7 +95,7 @@ func decode(kind ruleset.SetKind, v6 bool, elems []nftables.SetElement) []rulese
 			from, _ := netip.AddrFromSlice(el.Key[:addrLen])
 			to, _ := netip.AddrFromSlice(el.KeyEnd[:addrLen])
 			out = append(out, ruleset.Element{
-				Addr:     ruleset.Range{From: from, To: to},
+				Addr:     cidr.Range{From: from, To: to},
 				Proto:    el.Key[addrLen],
 				PortFrom: binary.BigEndian.Uint16(el.Key[addrLen+4:]),
 				PortTo:   binary.BigEndian.Uint16(el.KeyEnd[addrLen+4:]),
@@ -127,7 +128,7 @@ func decode(kind ruleset.SetKind, v6 bool, elems []nftables.SetElement) []rulese
 			to = end.Prev()
 			i++
 		}
-		e := ruleset.Element{Addr: ruleset.Range{From: from, To: to}}
+		e := ruleset.Element{Addr: cidr.Range{From: from, To: to}}
 		if kind == ruleset.DispatchMap {
 			e.Chain = jumpTarget(el.Val)
 		}

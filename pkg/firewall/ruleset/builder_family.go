@@ -2,6 +2,8 @@ package ruleset
 
 import (
 	"slices"
+
+	"github.com/metal-firewall/gardener-extension-firewall/pkg/utils/cidr"
 )
 
 // famState holds the sets of one direction and family.
@@ -59,7 +61,7 @@ func (f *famState) concatSets(base string, v6 bool) []*Set {
 
 // famChanges collects what rules add to and remove from one family.
 type famChanges struct {
-	anyAdd, anyRemove []Range
+	anyAdd, anyRemove []cidr.Range
 	groups            map[protoSpan]*rangeChanges
 	exact             []countedElement
 }
@@ -75,7 +77,7 @@ type protoSpan struct {
 	span  portSpan
 }
 
-type rangeChanges struct{ add, remove []Range }
+type rangeChanges struct{ add, remove []cidr.Range }
 
 func (c *famChanges) collect(contrib *direction, v6 bool, sign int32) {
 	for _, r := range contrib.any {

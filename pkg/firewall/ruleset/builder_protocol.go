@@ -3,6 +3,8 @@ package ruleset
 import (
 	"slices"
 	"sort"
+
+	"github.com/metal-firewall/gardener-extension-firewall/pkg/utils/cidr"
 )
 
 // protoState is the address . port-range decomposition of one protocol.
@@ -32,10 +34,10 @@ type indexedGroup struct {
 // slice) on the ports from to to.
 type portRun struct {
 	from, to uint16
-	addrs    []Range
+	addrs    []cidr.Range
 }
 
-func (r portRun) element(proto uint8, addr Range) Element {
+func (r portRun) element(proto uint8, addr cidr.Range) Element {
 	return Element{Addr: addr, Proto: proto, PortFrom: r.from, PortTo: r.to}
 }
 
@@ -133,9 +135,9 @@ func mergeSpans(spans []portSpan) []portSpan {
 
 // patchRanges returns ranges (the builder's own, sorted) without remove and
 // with add, changed in place when the changes are few.
-func patchRanges(ranges, add, remove []Range) []Range {
+func patchRanges(ranges, add, remove []cidr.Range) []cidr.Range {
 	if len(add)+len(remove) > 16 {
-		out := make([]Range, 0, len(ranges)+len(add)-len(remove))
+		out := make([]cidr.Range, 0, len(ranges)+len(add)-len(remove))
 		a, r := 0, 0
 		for _, x := range ranges {
 			for a < len(add) && compareRanges(add[a], x) < 0 {
@@ -227,7 +229,7 @@ func (p *protoState) compute(w portSpan) []portRun {
 		runs    []portRun
 		active  []group
 		next    int
-		scratch []Range
+		scratch []cidr.Range
 		// gap tells whether the last segment allowed nothing: a run must
 		// not join the one before a gap.
 		gap = true
@@ -239,7 +241,7 @@ func (p *protoState) compute(w portSpan) []portRun {
 			active = append(active, groups[next])
 			next++
 		}
-		var f []Range
+		var f []cidr.Range
 		switch len(active) {
 		case 0:
 		case 1:
@@ -249,7 +251,7 @@ func (p *protoState) compute(w portSpan) []portRun {
 			for _, g := range active {
 				scratch = append(scratch, g.c.merged...)
 			}
-			f = Merge(scratch)
+			f = cidr.MergeRanges(scratch)
 		}
 		switch n := len(runs); {
 		case len(f) == 0:

@@ -14,6 +14,7 @@ import (
 	fwv1alpha1 "github.com/metal-firewall/gardener-extension-firewall/pkg/apis/firewall/v1alpha1"
 	. "github.com/metal-firewall/gardener-extension-firewall/pkg/firewall/ruleset"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/firewall/ruleset/rulesettest"
+	"github.com/metal-firewall/gardener-extension-firewall/pkg/utils/cidr"
 )
 
 // expectSameRuleset compares two rulesets set by set, element by element
@@ -51,7 +52,7 @@ func (g randomPolicies) block() fwv1alpha1.IPBlock {
 	b := fwv1alpha1.IPBlock{CIDR: p.String()}
 	if p.Bits() < p.Addr().BitLen()-1 && g.rnd.IntN(4) == 0 {
 		// An except inside the block: a longer prefix at a random place in it.
-		r := PrefixRange(p)
+		r := cidr.RangeOf(p)
 		off := g.rnd.IntN(1 << (p.Addr().BitLen() - p.Bits()))
 		a := r.From
 		for range off {
@@ -104,7 +105,7 @@ func (g randomPolicies) services() []ServiceAllow {
 	for range g.rnd.IntN(3) {
 		a := ServiceAllow{Addr: netip.AddrFrom4([4]byte{10, 0, 1, byte(g.rnd.IntN(4))}), Proto: 6, Port: uint16(80 + g.rnd.IntN(2))}
 		if g.rnd.IntN(2) == 0 {
-			a.Sources = []Range{PrefixRange(netip.MustParsePrefix(g.block().CIDR))}
+			a.Sources = []cidr.Range{cidr.RangeOf(netip.MustParsePrefix(g.block().CIDR))}
 		}
 		out = append(out, a)
 	}

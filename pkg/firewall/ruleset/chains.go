@@ -5,12 +5,12 @@ import (
 	"net/netip"
 
 	fwv1alpha1 "github.com/metal-firewall/gardener-extension-firewall/pkg/apis/firewall/v1alpha1"
-	"github.com/metal-firewall/gardener-extension-firewall/pkg/apis/firewall/validation"
+	"github.com/metal-firewall/gardener-extension-firewall/pkg/utils/cidr"
 )
 
 // firewallParts are what Build and Builder.Build take from the firewall
 // spec (none: an empty one): its internal prefixes and its fixed chains.
-func firewallParts(fw *fwv1alpha1.FirewallTrafficSpec) ([]Range, []*Chain, error) {
+func firewallParts(fw *fwv1alpha1.FirewallTrafficSpec) ([]cidr.Range, []*Chain, error) {
 	if fw == nil {
 		fw = &fwv1alpha1.FirewallTrafficSpec{}
 	}
@@ -26,16 +26,16 @@ func firewallParts(fw *fwv1alpha1.FirewallTrafficSpec) ([]Range, []*Chain, error
 }
 
 // internalRanges returns the internal prefixes, merged.
-func internalRanges(fw *fwv1alpha1.FirewallTrafficSpec) ([]Range, error) {
-	var internal []Range
+func internalRanges(fw *fwv1alpha1.FirewallTrafficSpec) ([]cidr.Range, error) {
+	var internal []cidr.Range
 	for _, p := range fw.InternalPrefixes {
-		prefix, err := validation.ParseCIDR(p)
+		prefix, err := cidr.Parse(p)
 		if err != nil {
 			return nil, fmt.Errorf("internal prefix %q: %w", p, err)
 		}
-		internal = append(internal, PrefixRange(prefix))
+		internal = append(internal, cidr.RangeOf(prefix))
 	}
-	return Merge(internal), nil
+	return cidr.MergeRanges(internal), nil
 }
 
 // buildChains returns the table's chains: a fixed number of rules whatever

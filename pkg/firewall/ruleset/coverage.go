@@ -3,6 +3,8 @@ package ruleset
 import (
 	"slices"
 	"sort"
+
+	"github.com/metal-firewall/gardener-extension-firewall/pkg/utils/cidr"
 )
 
 // coverage is the union of a multiset of address ranges of one family, kept
@@ -13,15 +15,15 @@ type coverage struct {
 	// compareRanges.
 	raw []counted
 	// merged is Merge(raw): sorted, disjoint, not touching.
-	merged []Range
+	merged []cidr.Range
 }
 
 type counted struct {
-	Range
+	cidr.Range
 	n int32
 }
 
-func compareRanges(a, b Range) int {
+func compareRanges(a, b cidr.Range) int {
 	if c := a.From.Compare(b.From); c != 0 {
 		return c
 	}
@@ -29,7 +31,7 @@ func compareRanges(a, b Range) int {
 }
 
 // apart tells whether a ends before b starts without touching it.
-func apart(a, b Range) bool {
+func apart(a, b cidr.Range) bool {
 	next := a.To.Next()
 	return next.IsValid() && next.Less(b.From)
 }
@@ -38,7 +40,7 @@ func apart(a, b Range) bool {
 // before. It reports whether the distinct ranges changed (the union may
 // still be the same). Many changes at once rebuild the lists in one sort;
 // a few are applied one by one.
-func (c *coverage) update(add, remove []Range) bool {
+func (c *coverage) update(add, remove []cidr.Range) bool {
 	n := len(add) + len(remove)
 	if n == 0 {
 		return false
@@ -56,11 +58,11 @@ func (c *coverage) update(add, remove []Range) bool {
 	return changed
 }
 
-func (c *coverage) find(r Range) (int, bool) {
-	return slices.BinarySearchFunc(c.raw, r, func(x counted, t Range) int { return compareRanges(x.Range, t) })
+func (c *coverage) find(r cidr.Range) (int, bool) {
+	return slices.BinarySearchFunc(c.raw, r, func(x counted, t cidr.Range) int { return compareRanges(x.Range, t) })
 }
 
-func (c *coverage) add(r Range) bool {
+func (c *coverage) add(r cidr.Range) bool {
 	i, found := c.find(r)
 	if found {
 		c.raw[i].n++
@@ -84,7 +86,7 @@ func (c *coverage) add(r Range) bool {
 	return true
 }
 
-func (c *coverage) remove(r Range) bool {
+func (c *coverage) remove(r cidr.Range) bool {
 	i, found := c.find(r)
 	if !found {
 		return false
@@ -106,7 +108,7 @@ func (c *coverage) remove(r Range) bool {
 
 // rebuild applies many changes in one pass: sort the changes, merge them
 // into the counts, merge the union again.
-func (c *coverage) rebuild(add, remove []Range) bool {
+func (c *coverage) rebuild(add, remove []cidr.Range) bool {
 	changes := make([]counted, 0, len(c.raw)+len(add)+len(remove))
 	changes = append(changes, c.raw...)
 	for _, r := range add {
@@ -147,8 +149,8 @@ func (c *coverage) rebuild(add, remove []Range) bool {
 }
 
 // mergeCounted merges ranges sorted by compareRanges: Merge without the sort.
-func mergeCounted(raw []counted) []Range {
-	var out []Range
+func mergeCounted(raw []counted) []cidr.Range {
+	var out []cidr.Range
 	for _, r := range raw {
 		if len(out) > 0 && !apart(out[len(out)-1], r.Range) {
 			if last := &out[len(out)-1]; last.To.Less(r.To) {

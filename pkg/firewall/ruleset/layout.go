@@ -5,6 +5,8 @@ import (
 	"net/netip"
 	"slices"
 	"sort"
+
+	"github.com/metal-firewall/gardener-extension-firewall/pkg/utils/cidr"
 )
 
 // ShardTarget is the most range elements a shard of an address . proto .
@@ -98,7 +100,7 @@ func (l shardLayout) dispatch(base string, v6 bool) []Element {
 		if i < len(l.bounds) {
 			to = l.bounds[i].Prev()
 		}
-		out = append(out, Element{Addr: Range{From: first, To: to}, Chain: ShardName(base, v6, i)})
+		out = append(out, Element{Addr: cidr.Range{From: first, To: to}, Chain: ShardName(base, v6, i)})
 		if i < len(l.bounds) {
 			first = l.bounds[i]
 		}

@@ -11,6 +11,7 @@ import (
 	fwv1alpha1 "github.com/metal-firewall/gardener-extension-firewall/pkg/apis/firewall/v1alpha1"
 	. "github.com/metal-firewall/gardener-extension-firewall/pkg/firewall/ruleset"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/firewall/ruleset/rulesettest"
+	"github.com/metal-firewall/gardener-extension-firewall/pkg/utils/cidr"
 )
 
 var _ = Describe("shard layout", func() {
@@ -75,7 +76,7 @@ var _ = Describe("shard layout", func() {
 	It("keeps one address on many port ranges in one shard", func() {
 		var elements []Element
 		for p := range 3 * ShardTarget {
-			elements = append(elements, Element{Addr: Range{From: addr("192.0.2.0"), To: addr("192.0.2.1")}, Proto: 6, PortFrom: uint16(2 * p), PortTo: uint16(2*p + 1)})
+			elements = append(elements, Element{Addr: cidr.Range{From: addr("192.0.2.0"), To: addr("192.0.2.1")}, Proto: 6, PortFrom: uint16(2 * p), PortTo: uint16(2*p + 1)})
 		}
 		Expect(Bounds(elements)).To(BeEmpty())
 	})

@@ -3,6 +3,8 @@ package ruleset
 import (
 	"slices"
 	"strings"
+
+	"github.com/metal-firewall/gardener-extension-firewall/pkg/utils/cidr"
 )
 
 // TableName is the agent's own table (family inet). The agent never touches
@@ -58,10 +60,10 @@ type Set struct {
 // address . proto . port sets, Src only in a ServiceSet, Chain only in a
 // DispatchMap.
 type Element struct {
-	Addr             Range
+	Addr             cidr.Range
 	Proto            uint8
 	PortFrom, PortTo uint16
-	Src              Range
+	Src              cidr.Range
 	// Chain is the chain a DispatchMap element jumps to.
 	Chain string
 }
@@ -213,7 +215,7 @@ func (rs *Ruleset) Elements(base string, v6 bool) []Element {
 	return out
 }
 
-func addrSet(name string, v6 bool, ranges []Range) *Set {
+func addrSet(name string, v6 bool, ranges []cidr.Range) *Set {
 	s := &Set{Name: name, V6: v6, Kind: AddrSet}
 	for _, r := range ranges {
 		if r.From.Is6() == v6 {

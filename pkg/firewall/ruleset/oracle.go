@@ -4,6 +4,7 @@ import (
 	"slices"
 
 	fwv1alpha1 "github.com/metal-firewall/gardener-extension-firewall/pkg/apis/firewall/v1alpha1"
+	"github.com/metal-firewall/gardener-extension-firewall/pkg/utils/cidr"
 )
 
 // Build turns the firewall's traffic spec and the network policies into the
@@ -58,9 +59,9 @@ func buildWith(fw *fwv1alpha1.FirewallTrafficSpec, policies []*fwv1alpha1.Policy
 		used[egressDir][f], used[ingressDir][f] = egressLayout, ingressLayout
 		rs.Sets = append(rs.Sets, addrSet(SetName(SetInternal, v6), v6, internal))
 		rs.Sets = append(rs.Sets, egressSets...)
-		rs.Sets = append(rs.Sets, addrSet(SetName(SetEgressAny, v6), v6, Merge(egress.any)))
+		rs.Sets = append(rs.Sets, addrSet(SetName(SetEgressAny, v6), v6, cidr.MergeRanges(egress.any)))
 		rs.Sets = append(rs.Sets, ingressSets...)
-		rs.Sets = append(rs.Sets, addrSet(SetName(SetIngressAny, v6), v6, Merge(ingress.any)))
+		rs.Sets = append(rs.Sets, addrSet(SetName(SetIngressAny, v6), v6, cidr.MergeRanges(ingress.any)))
 		rs.Sets = append(rs.Sets, serviceSet(v6, services))
 	}
 	rs.Chains = append(rs.Chains, layoutChains(used)...)
@@ -78,7 +79,7 @@ func concatSets(base string, v6 bool, items []portItem, layout *shardLayout) ([]
 	var exact []Element
 	rest := make([]portItem, 0, len(items))
 	for _, it := range items {
-		var ranges []Range
+		var ranges []cidr.Range
 		for _, r := range it.ranges {
 			switch {
 			case r.From.Is6() != v6:
@@ -132,7 +133,7 @@ func layoutChains(layouts [2][2]shardLayout) []*Chain {
 func boxes(items []portItem, v6 bool) []Element {
 	byProto := map[uint8][]portItem{}
 	for _, it := range items {
-		var ranges []Range
+		var ranges []cidr.Range
 		for _, r := range it.ranges {
 			if r.From.Is6() == v6 {
 				ranges = append(ranges, r)
@@ -173,8 +174,8 @@ func boxes(items []portItem, v6 bool) []Element {
 		for k := range counts {
 			total, counts[k] = total+counts[k], total
 		}
-		backing := make([]Range, total)
-		segs := make([][]Range, len(bounds)-1)
+		backing := make([]cidr.Range, total)
+		segs := make([][]cidr.Range, len(bounds)-1)
 		for k := range segs {
 			segs[k] = backing[counts[k]:counts[k]:counts[k+1]]
 		}
@@ -185,7 +186,7 @@ func boxes(items []portItem, v6 bool) []Element {
 		}
 		for k := range segs {
 			if len(segs[k]) > 1 {
-				segs[k] = Merge(segs[k])
+				segs[k] = cidr.MergeRanges(segs[k])
 			}
 		}
 		for k := 0; k < len(segs); {

@@ -5,7 +5,7 @@ import (
 	"strings"
 
 	fwv1alpha1 "github.com/metal-firewall/gardener-extension-firewall/pkg/apis/firewall/v1alpha1"
-	"github.com/metal-firewall/gardener-extension-firewall/pkg/apis/firewall/validation"
+	"github.com/metal-firewall/gardener-extension-firewall/pkg/utils/cidr"
 )
 
 // Protocol numbers of the protocols a PolicyPort may name.
@@ -13,13 +13,13 @@ var protocolNumbers = map[string]uint8{"TCP": 6, "UDP": 17, "SCTP": 132}
 
 // direction collects the allowed peers of egress or ingress.
 type direction struct {
-	any   []Range
+	any   []cidr.Range
 	ports []portItem
 }
 
 // portItem allows the peers in ranges on one protocol and port range.
 type portItem struct {
-	ranges   []Range
+	ranges   []cidr.Range
 	proto    uint8
 	from, to uint16
 }
@@ -55,29 +55,29 @@ func (d *direction) add(blocks []fwv1alpha1.IPBlock, ports []fwv1alpha1.PolicyPo
 
 // blockRanges returns the addresses of the blocks, each CIDR minus its
 // excepts, merged.
-func blockRanges(blocks []fwv1alpha1.IPBlock) ([]Range, error) {
+func blockRanges(blocks []fwv1alpha1.IPBlock) ([]cidr.Range, error) {
 	if len(blocks) == 1 && len(blocks[0].Except) == 0 {
-		prefix, err := validation.ParseCIDR(blocks[0].CIDR)
+		prefix, err := cidr.Parse(blocks[0].CIDR)
 		if err != nil {
 			return nil, fmt.Errorf("cidr %q: %w", blocks[0].CIDR, err)
 		}
-		return []Range{PrefixRange(prefix)}, nil
+		return []cidr.Range{cidr.RangeOf(prefix)}, nil
 	}
-	var out []Range
+	var out []cidr.Range
 	for _, b := range blocks {
-		prefix, err := validation.ParseCIDR(b.CIDR)
+		prefix, err := cidr.Parse(b.CIDR)
 		if err != nil {
 			return nil, fmt.Errorf("cidr %q: %w", b.CIDR, err)
 		}
-		var except []Range
+		var except []cidr.Range
 		for _, e := range b.Except {
-			ep, err := validation.ParseCIDR(e)
+			ep, err := cidr.Parse(e)
 			if err != nil {
 				return nil, fmt.Errorf("except %q: %w", e, err)
 			}
-			except = append(except, PrefixRange(ep))
+			except = append(except, cidr.RangeOf(ep))
 		}
-		out = append(out, Subtract([]Range{PrefixRange(prefix)}, Merge(except))...)
+		out = append(out, cidr.SubtractRanges([]cidr.Range{cidr.RangeOf(prefix)}, cidr.MergeRanges(except))...)
 	}
-	return Merge(out), nil
+	return cidr.MergeRanges(out), nil
 }

@@ -3,6 +3,8 @@ package ruleset
 import (
 	"net/netip"
 	"slices"
+
+	"github.com/metal-firewall/gardener-extension-firewall/pkg/utils/cidr"
 )
 
 // SetServices is the base name of the sets of load balancer addresses and
@@ -16,7 +18,7 @@ type ServiceAllow struct {
 	Proto uint8
 	Port  uint16
 	// Sources are the allowed clients; none means anyone of Addr's family.
-	Sources []Range
+	Sources []cidr.Range
 }
 
 // ProtocolNumber returns the number of TCP, UDP or SCTP.
@@ -35,7 +37,7 @@ func serviceSet(v6 bool, allows []ServiceAllow) *Set {
 		proto uint8
 		port  uint16
 	}
-	sources := map[key][]Range{}
+	sources := map[key][]cidr.Range{}
 	for _, a := range allows {
 		if a.Addr.Is6() != v6 {
 			continue
@@ -57,8 +59,8 @@ func serviceSet(v6 bool, allows []ServiceAllow) *Set {
 	}
 	s := &Set{Name: SetName(SetServices, v6), V6: v6, Kind: ServiceSet}
 	for k, ranges := range sources {
-		for _, r := range Merge(ranges) {
-			s.Elements = append(s.Elements, Element{Addr: Range{From: k.addr, To: k.addr}, Proto: k.proto, PortFrom: k.port, PortTo: k.port, Src: r})
+		for _, r := range cidr.MergeRanges(ranges) {
+			s.Elements = append(s.Elements, Element{Addr: cidr.Range{From: k.addr, To: k.addr}, Proto: k.proto, PortFrom: k.port, PortTo: k.port, Src: r})
 		}
 	}
 	slices.SortFunc(s.Elements, CompareElements)
@@ -66,9 +68,9 @@ func serviceSet(v6 bool, allows []ServiceAllow) *Set {
 }
 
 // everyAddress is the range of all addresses of a family.
-func everyAddress(v6 bool) Range {
+func everyAddress(v6 bool) cidr.Range {
 	if v6 {
-		return PrefixRange(netip.PrefixFrom(netip.IPv6Unspecified(), 0))
+		return cidr.RangeOf(netip.PrefixFrom(netip.IPv6Unspecified(), 0))
 	}
-	return PrefixRange(netip.PrefixFrom(netip.IPv4Unspecified(), 0))
+	return cidr.RangeOf(netip.PrefixFrom(netip.IPv4Unspecified(), 0))
 }

@@ -11,10 +11,11 @@ import (
 	. "github.com/onsi/gomega"
 
 	. "github.com/metal-firewall/gardener-extension-firewall/pkg/firewall/ruleset"
+	"github.com/metal-firewall/gardener-extension-firewall/pkg/utils/cidr"
 )
 
 var _ = Describe("Build with services", func() {
-	cidr := func(s string) Range { return PrefixRange(netip.MustParsePrefix(s)) }
+	network := func(s string) cidr.Range { return cidr.RangeOf(netip.MustParsePrefix(s)) }
 	serviceElements := func(rs *Ruleset, v6 bool) []string {
 		var out []string
 		for _, e := range rs.Set(SetName(SetServices, v6)).Elements {
@@ -25,7 +26,7 @@ var _ = Describe("Build with services", func() {
 
 	It("allows each service's sources to its address and port, anyone when it names none", func() {
 		rs, err := Build(nil, nil, []ServiceAllow{
-			{Addr: netip.MustParseAddr("10.0.1.100"), Proto: 6, Port: 443, Sources: []Range{cidr("203.0.113.0/24"), cidr("2001:db8::/32")}},
+			{Addr: netip.MustParseAddr("10.0.1.100"), Proto: 6, Port: 443, Sources: []cidr.Range{network("203.0.113.0/24"), network("2001:db8::/32")}},
 			{Addr: netip.MustParseAddr("10.0.1.101"), Proto: 17, Port: 53},
 			{Addr: netip.MustParseAddr("fd00:1::100"), Proto: 6, Port: 443},
 		})
@@ -50,8 +51,8 @@ var _ = Describe("Build with services", func() {
 
 	It("merges the sources of two services on the same address and port, which the kernel would refuse as overlaps", func() {
 		rs, err := Build(nil, nil, []ServiceAllow{
-			{Addr: netip.MustParseAddr("10.0.1.100"), Proto: 6, Port: 443, Sources: []Range{cidr("203.0.113.0/25")}},
-			{Addr: netip.MustParseAddr("10.0.1.100"), Proto: 6, Port: 443, Sources: []Range{cidr("203.0.113.0/24"), cidr("198.51.100.0/24")}},
+			{Addr: netip.MustParseAddr("10.0.1.100"), Proto: 6, Port: 443, Sources: []cidr.Range{network("203.0.113.0/25")}},
+			{Addr: netip.MustParseAddr("10.0.1.100"), Proto: 6, Port: 443, Sources: []cidr.Range{network("203.0.113.0/24"), network("198.51.100.0/24")}},
 		})
 		Expect(err).NotTo(HaveOccurred())
 		Expect(serviceElements(rs, false)).To(Equal([]string{

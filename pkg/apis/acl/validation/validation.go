@@ -4,7 +4,6 @@
 package validation
 
 import (
-	"fmt"
 	"net/netip"
 	"slices"
 	"strings"
@@ -12,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/apis/acl/v1alpha1"
+	"github.com/metal-firewall/gardener-extension-firewall/pkg/utils/cidr"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/utils/fielderrors"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/utils/strict"
 )
@@ -117,28 +117,11 @@ func ValidateExtensionConfig(cfg *v1alpha1.ExtensionConfig, fldPath *field.Path,
 		if len(c) > MaxCIDRLength {
 			// The parser's error would quote all of it.
 			errs = append(errs, fielderrors.TooLong(cidrsPath.Index(i), c, MaxCIDRLength))
-		} else if _, err := ParseCIDR(c); err != nil {
+		} else if _, err := cidr.Parse(strings.TrimSpace(c)); err != nil {
 			errs = append(errs, field.Invalid(cidrsPath.Index(i), c, err.Error()))
 		}
 	}
 	return errs
-}
-
-// ParseCIDR parses an IPv4 or IPv6 prefix and clears its host bits, as metal-stack's and
-// stackit's ACL extensions do: "1.2.3.4/24" is 1.2.3.0/24. A bare address without a
-// prefix length and IPv4-mapped IPv6 prefixes are refused because their meaning is unclear.
-func ParseCIDR(s string) (netip.Prefix, error) {
-	p, err := netip.ParsePrefix(strings.TrimSpace(s))
-	if err != nil {
-		return netip.Prefix{}, fmt.Errorf("not a CIDR (want e.g. 10.0.0.0/8 or 2001:db8::/32): %w", err)
-	}
-	if p.Addr().Is4In6() {
-		return netip.Prefix{}, fmt.Errorf("IPv4-mapped IPv6 prefixes are not supported, write the IPv4 prefix")
-	}
-	if p.Addr().Zone() != "" {
-		return netip.Prefix{}, fmt.Errorf("a CIDR has no zone")
-	}
-	return p.Masked(), nil
 }
 
 // Normalise turns a valid config into a Policy. It must only be called after validation.
@@ -148,22 +131,10 @@ func Normalise(cfg *v1alpha1.ExtensionConfig) *Policy {
 		p.Type = v1alpha1.TypeDirectRemoteIP
 	}
 	for _, c := range cfg.Rule.Cidrs {
-		if prefix, err := ParseCIDR(c); err == nil {
+		if prefix, err := cidr.Parse(strings.TrimSpace(c)); err == nil {
 			p.CIDRs = append(p.CIDRs, prefix)
 		}
 	}
-	p.CIDRs = SortPrefixes(p.CIDRs)
+	p.CIDRs = cidr.Sort(p.CIDRs)
 	return p
-}
-
-// SortPrefixes sorts prefixes (IPv4 first, then by address and length) and drops duplicates.
-func SortPrefixes(ps []netip.Prefix) []netip.Prefix {
-	out := slices.Clone(ps)
-	slices.SortFunc(out, func(a, b netip.Prefix) int {
-		if c := a.Addr().Compare(b.Addr()); c != 0 {
-			return c
-		}
-		return a.Bits() - b.Bits()
-	})
-	return slices.Compact(out)
 }

@@ -2,11 +2,11 @@ package validation
 
 import (
 	"fmt"
-	"net/netip"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	fwv1alpha1 "github.com/metal-firewall/gardener-extension-firewall/pkg/apis/firewall/v1alpha1"
+	"github.com/metal-firewall/gardener-extension-firewall/pkg/utils/cidr"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/utils/fielderrors"
 )
 
@@ -72,7 +72,7 @@ func validatePeers(blocks []fwv1alpha1.IPBlock, fldPath *field.Path) field.Error
 // network of the same family inside it.
 func ValidateIPBlock(block *fwv1alpha1.IPBlock, fldPath *field.Path) field.ErrorList {
 	var allErrs field.ErrorList
-	outer, err := ParseCIDR(block.CIDR)
+	outer, err := cidr.Parse(block.CIDR)
 	if err != nil {
 		allErrs = append(allErrs, fielderrors.Invalid(fldPath.Child("cidr"), block.CIDR, "invalid CIDR"))
 	}
@@ -81,7 +81,7 @@ func ValidateIPBlock(block *fwv1alpha1.IPBlock, fldPath *field.Path) field.Error
 	}
 	for i, except := range block.Except {
 		exceptPath := fldPath.Child("except").Index(i)
-		inner, err := ParseCIDR(except)
+		inner, err := cidr.Parse(except)
 		switch {
 		case err != nil:
 			allErrs = append(allErrs, fielderrors.Invalid(exceptPath, except, "invalid CIDR"))
@@ -92,20 +92,6 @@ func ValidateIPBlock(block *fwv1alpha1.IPBlock, fldPath *field.Path) field.Error
 		}
 	}
 	return allErrs
-}
-
-// ParseCIDR parses an IPv4 or IPv6 network such as 10.0.0.0/8 and returns it
-// masked (10.1.2.3/8 is 10.0.0.0/8). IPv4-mapped IPv6 networks are refused,
-// because they would silently match nothing.
-func ParseCIDR(s string) (netip.Prefix, error) {
-	p, err := netip.ParsePrefix(s)
-	if err != nil {
-		return netip.Prefix{}, err
-	}
-	if p.Addr().Is4In6() || p.Addr().Zone() != "" {
-		return netip.Prefix{}, fmt.Errorf("%q is neither a plain IPv4 nor IPv6 network", s)
-	}
-	return p.Masked(), nil
 }
 
 func validatePorts(ports []fwv1alpha1.PolicyPort, fldPath *field.Path) field.ErrorList {

@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	fwv1alpha1 "github.com/metal-firewall/gardener-extension-firewall/pkg/apis/firewall/v1alpha1"
+	"github.com/metal-firewall/gardener-extension-firewall/pkg/utils/cidr"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/utils/fielderrors"
 )
 
@@ -23,7 +24,7 @@ func ValidateFirewallTrafficSpec(spec *fwv1alpha1.FirewallTrafficSpec, fldPath *
 		allErrs = append(allErrs, field.TooMany(p, len(spec.InternalPrefixes), MaxInternalPrefixes))
 	} else {
 		for i, prefix := range spec.InternalPrefixes {
-			if _, err := ParseCIDR(prefix); err != nil {
+			if _, err := cidr.Parse(prefix); err != nil {
 				allErrs = append(allErrs, fielderrors.Invalid(p.Index(i), prefix, "invalid CIDR"))
 			}
 		}

@@ -1,4 +1,4 @@
-package ruleset
+package cidr
 
 import (
 	"net/netip"
@@ -10,8 +10,8 @@ type Range struct {
 	From, To netip.Addr
 }
 
-// PrefixRange returns the addresses of a network.
-func PrefixRange(p netip.Prefix) Range {
+// RangeOf returns the addresses of a network.
+func RangeOf(p netip.Prefix) Range {
 	p = p.Masked()
 	from := p.Addr()
 	b := from.AsSlice()
@@ -35,7 +35,7 @@ func (r Range) Prefix() (netip.Prefix, bool) {
 		if p.Masked().Addr() != r.From {
 			continue
 		}
-		if PrefixRange(p) == r {
+		if RangeOf(p) == r {
 			return p, true
 		}
 	}
@@ -53,9 +53,9 @@ func (r Range) String() string {
 	return r.From.String() + "-" + r.To.String()
 }
 
-// Merge sorts ranges and joins those that overlap or touch, because the kernel
+// MergeRanges sorts ranges and joins those that overlap or touch, because the kernel
 // refuses overlapping elements in an interval set. The input is not modified.
-func Merge(ranges []Range) []Range {
+func MergeRanges(ranges []Range) []Range {
 	if len(ranges) == 0 {
 		return nil
 	}
@@ -82,9 +82,9 @@ func Merge(ranges []Range) []Range {
 	return out
 }
 
-// Subtract removes the addresses of cut from ranges. Both must be merged
+// SubtractRanges removes the addresses of cut from ranges. Both must be merged
 // (sorted, disjoint); so is the result.
-func Subtract(ranges, cut []Range) []Range {
+func SubtractRanges(ranges, cut []Range) []Range {
 	var out []Range
 	j := 0
 	for _, r := range ranges {
@@ -112,4 +112,28 @@ func Subtract(ranges, cut []Range) []Range {
 		}
 	}
 	return out
+}
+
+// Prefixes returns the fewest networks that hold exactly the range's addresses.
+func (r Range) Prefixes() []netip.Prefix {
+	var out []netip.Prefix
+	from := r.From
+	for {
+		// The largest network that starts at from and ends within the range.
+		bits := from.BitLen()
+		for bits > 0 {
+			p := netip.PrefixFrom(from, bits-1)
+			if p.Masked().Addr() != from || RangeOf(p).To.Compare(r.To) > 0 {
+				break
+			}
+			bits--
+		}
+		p := netip.PrefixFrom(from, bits)
+		out = append(out, p)
+		end := RangeOf(p).To
+		if end.Compare(r.To) >= 0 {
+			return out
+		}
+		from = end.Next()
+	}
 }
