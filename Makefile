@@ -1,5 +1,5 @@
 # Make targets for gardener-extension-firewall. Every target a user touches is
-# documented in README.md.
+# documented in docs/development.md.
 
 SHELL := /usr/bin/env bash -o pipefail
 

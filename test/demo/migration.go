@@ -63,7 +63,7 @@ func (d *demo) migrate(ctx context.Context) error {
 	if err := d.checkMigratedOut(ctx, fwName, fwState); err != nil {
 		return err
 	}
-	d.n.say("Seed A: Migrate Succeeded for both; the firewall Extension's state holds Firewall %s with machine %s; seed A holds no Firewall, no bootstrap token, no RBAC for the agent, no acl EnvoyFilter",
+	d.n.say("Seed A: Migrate Succeeded for both; the firewall Extension's state holds Firewall %s with machine %s; seed A holds no Firewall, no boot ServiceAccount, no RBAC for the agent, no acl EnvoyFilter",
 		fwName, d.machine.ID)
 	if err := d.showSeedRefuses(ctx, d.seedA, fwName); err != nil {
 		return err

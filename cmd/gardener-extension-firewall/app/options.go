@@ -53,7 +53,7 @@ type Options struct {
 	WebhookConfigServicePort int
 }
 
-// AddFlags registers the flags; README.md documents each of them.
+// AddFlags registers the flags; docs/operator-guide.md documents each of them.
 func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.Kubeconfig, "kubeconfig", "", "kubeconfig of the seed; in-cluster config when empty")
 	fs.BoolVar(&o.LeaderElection, "leader-election", true, "elect a leader among replicas")
