@@ -12,14 +12,13 @@ import (
 	httprbacv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/rbac/v3"
 	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
 	netrbacv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/rbac/v3"
-	networkinputsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/matching/common_inputs/network/v3"
-	matcherv3 "github.com/envoyproxy/go-control-plane/envoy/type/matcher/v3"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 	istioapinetworkingv1alpha3 "istio.io/api/networking/v1alpha3"
 
+	"github.com/metal-firewall/gardener-extension-firewall/pkg/acl/envoy/envoytest"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/apis/acl/validation"
 )
 
@@ -150,44 +149,12 @@ var _ = Describe("HTTPConnectEnvoyFilter", func() {
 	})
 })
 
-// decide evaluates the matcher shapes HTTPConnectMatcher builds, as Envoy does: a header input
-// looked up in an exact-match map, a client address input matched by an IP trie, actions of type
-// envoy.config.rbac.v3.Action, on_no_match when nothing matches.
+// decide evaluates the matcher as Envoy does (envoytest.Decide).
 func decide(m *xdsmatcherv3.Matcher, headers map[string]string, ip netip.Addr) rbacv3.RBAC_Action {
 	GinkgoHelper()
-	onMatch := func(om *xdsmatcherv3.Matcher_OnMatch) rbacv3.RBAC_Action {
-		Expect(om).NotTo(BeNil(), "no match and no on_no_match")
-		if next := om.GetMatcher(); next != nil {
-			return decide(next, headers, ip)
-		}
-		a := &rbacv3.Action{}
-		Expect(om.GetAction().GetTypedConfig().UnmarshalTo(a)).To(Succeed())
-		return a.GetAction()
-	}
-	tree := m.GetMatcherTree()
-	input, err := tree.GetInput().GetTypedConfig().UnmarshalNew()
+	a, err := envoytest.Decide(m, envoytest.Request{Headers: headers, Client: ip})
 	Expect(err).NotTo(HaveOccurred())
-	switch in := input.(type) {
-	case *matcherv3.HttpRequestHeaderMatchInput:
-		value, ok := headers[in.GetHeaderName()]
-		if om, found := tree.GetExactMatchMap().GetMap()[value]; ok && found {
-			return onMatch(om)
-		}
-	case *networkinputsv3.SourceIPInput, *networkinputsv3.DirectSourceIPInput:
-		ipm := &xdsmatcherv3.IPMatcher{}
-		Expect(tree.GetCustomMatch().GetTypedConfig().UnmarshalTo(ipm)).To(Succeed())
-		for _, rm := range ipm.GetRangeMatchers() {
-			for _, r := range rm.GetRanges() {
-				p := netip.PrefixFrom(netip.MustParseAddr(r.GetAddressPrefix()), int(r.GetPrefixLen().GetValue()))
-				if p.Contains(ip) {
-					return onMatch(rm.GetOnMatch())
-				}
-			}
-		}
-	default:
-		Fail(fmt.Sprintf("unexpected input %T", input))
-	}
-	return onMatch(m.GetOnNoMatch())
+	return a
 }
 
 var _ = Describe("HTTPConnectRBAC", func() {
