@@ -22,6 +22,9 @@ import (
 type Config struct {
 	// AlwaysAllowedCIDRs are allowed for every shoot in addition to the computed ones.
 	AlwaysAllowedCIDRs []string
+	// SeedEgressCIDRs are the seed's egress CIDRs, always allowed for the shoots whose ingress
+	// gateway runs behind a load balancer in ipMode Proxy (besides those a ManagedSeed reports).
+	SeedEgressCIDRs []string
 	// Limits bound what a shoot owner may configure.
 	Limits validation.Limits
 }
@@ -47,6 +50,11 @@ func NewActuator(c client.Client, reader client.Reader, cfg Config) (extension.A
 		}
 		always = append(always, p)
 	}
+	for _, s := range cfg.SeedEgressCIDRs {
+		if _, err := validation.ParseCIDR(s); err != nil {
+			return nil, fmt.Errorf("operator's seed egress CIDR %q: %w", s, err)
+		}
+	}
 	return &actuator{client: c, reader: reader, config: cfg, always: always}, nil
 }
 
@@ -66,11 +74,11 @@ func (a *actuator) Reconcile(ctx context.Context, log logr.Logger, ex *extension
 	if err != nil {
 		return fmt.Errorf("reading the Cluster: %w", err)
 	}
-	always, err := a.alwaysAllowed(ctx, ex.Namespace, cluster)
+	ingresses, err := a.ingresses(ctx, ex.Namespace, seedIngressDomain(cluster.Seed))
 	if err != nil {
 		return err
 	}
-	ingresses, err := a.ingresses(ctx, ex.Namespace, seedIngressDomain(cluster.Seed))
+	always, err := a.alwaysAllowed(ctx, ex.Namespace, cluster, ingresses)
 	if err != nil {
 		return err
 	}
