@@ -37,6 +37,9 @@ type actuator struct {
 	always []netip.Prefix
 	// shared coalesces the rebuilds of the shared filters (shared.go).
 	shared sharedRebuilds
+	// deployed remembers what each shard's ManagedResource holds, so that a rebuild writes the
+	// shards that changed only (shards.go). Rebuilds run one at a time.
+	deployed map[string]string
 }
 
 // NewActuator returns the actuator of the acl extension. reader should be uncached (the manager's
