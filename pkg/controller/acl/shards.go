@@ -41,28 +41,57 @@ func (a *actuator) deployShards(ctx context.Context, namespace string, selector 
 	}
 	keep := map[string]bool{}
 	for _, sh := range shards {
-		ef, err := envoy.ShardEnvoyFilter(namespace, selector, sh)
-		if err != nil {
-			return err
-		}
 		name := shardManagedResourceName(sh)
 		keep[name] = true
-		if err := a.deployFilter(ctx, namespace, name, ef, len(sh.Shoots)); err != nil {
+		if err := a.deployFilter(ctx, namespace, name, inputs(selector, sh.Prefix, sh.Shoots), len(sh.Shoots), func() (*istionetworkingv1alpha3.EnvoyFilter, error) {
+			return envoy.ShardEnvoyFilter(namespace, selector, sh)
+		}); err != nil {
 			return err
 		}
 	}
-	root, err := envoy.HTTPConnectEnvoyFilter(namespace, selector, shards)
-	if err != nil {
-		return err
+	var prefixes []string
+	for _, sh := range shards {
+		prefixes = append(prefixes, sh.Prefix)
 	}
-	if err := a.deployFilter(ctx, namespace, constants.ACLSharedManagedResourceName, root, len(shoots)); err != nil {
+	// The dispatch depends on the shards' prefixes and, for its few exception keys, on the
+	// namespaces in each shard.
+	if err := a.deployFilter(ctx, namespace, constants.ACLSharedManagedResourceName, inputs(selector, strings.Join(prefixes, ","), namespacesOf(shards)), len(shoots), func() (*istionetworkingv1alpha3.EnvoyFilter, error) {
+		return envoy.HTTPConnectEnvoyFilter(namespace, selector, shards)
+	}); err != nil {
 		return err
 	}
 	return a.destroyShards(ctx, namespace, keep, false)
 }
 
-// deployFilter deploys one EnvoyFilter in its own ManagedResource unless that already holds it.
-func (a *actuator) deployFilter(ctx context.Context, namespace, name string, ef *istionetworkingv1alpha3.EnvoyFilter, shoots int) error {
+// inputs fingerprints what an EnvoyFilter is rendered from.
+func inputs(selector map[string]string, prefix string, v any) string {
+	raw, _ := json.Marshal([]any{selector, prefix, v})
+	sum := sha256.Sum256(raw)
+	return hex.EncodeToString(sum[:])
+}
+
+func namespacesOf(shards []envoy.Shard) [][]string {
+	out := make([][]string, 0, len(shards))
+	for _, sh := range shards {
+		out = append(out, envoy.SortedNamespaces(sh.Shoots))
+	}
+	return out
+}
+
+// deployFilter deploys one EnvoyFilter in its own ManagedResource. What this process deployed
+// from the same inputs is neither rendered nor written again while its ManagedResource exists:
+// a rebuild costs the shards that changed.
+func (a *actuator) deployFilter(ctx context.Context, namespace, name, fingerprint string, shoots int, render func() (*istionetworkingv1alpha3.EnvoyFilter, error)) error {
+	key := namespace + "/" + name
+	if a.deployed[key] == fingerprint {
+		if err := a.client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, &resourcesv1alpha1.ManagedResource{}); err == nil {
+			return nil
+		}
+	}
+	ef, err := render()
+	if err != nil {
+		return err
+	}
 	raw, err := json.Marshal(ef)
 	if err != nil {
 		return err
@@ -71,22 +100,13 @@ func (a *actuator) deployFilter(ctx context.Context, namespace, name string, ef 
 		return fmt.Errorf("the EnvoyFilter %s/%s would be %d bytes for %d ACL shoots, more than %d: lower the CIDR limit",
 			namespace, ef.Name, len(raw), shoots, maxEnvoyFilterBytes)
 	}
-	sum := sha256.Sum256(raw)
-	hash := hex.EncodeToString(sum[:])
-	key := namespace + "/" + name
-	if a.deployed[key] == hash {
-		// Written before by this process; deploy again only if the ManagedResource is gone.
-		if err := a.client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, &resourcesv1alpha1.ManagedResource{}); err == nil {
-			return nil
-		}
-	}
 	if err := newEnvoyFilters(a.client, namespace, name, ef).Deploy(ctx); err != nil {
 		return fmt.Errorf("deploying the EnvoyFilter %s/%s: %w", namespace, ef.Name, err)
 	}
 	if a.deployed == nil {
 		a.deployed = map[string]string{}
 	}
-	a.deployed[key] = hash
+	a.deployed[key] = fingerprint
 	return nil
 }
 
