@@ -310,7 +310,7 @@ var _ = Describe("Extension acl", Ordered, func() {
 			content := toJSON(ef)
 			g.Expect(content).To(ContainSubstring(`"address_prefix":"5.6.7.0"`))
 			g.Expect(content).NotTo(ContainSubstring(`"address_prefix":"1.2.3.0"`))
-			g.Expect(injectedPatches(ef)).To(Equal(len(apiHosts)))
+			g.Expect(injectedPatches(ef)).To(Equal(2 * len(apiHosts)))
 		}).WithTimeout(timeout).Should(Succeed())
 		Eventually(func(g Gomega) {
 			shared := sharedFilter(g, ingressNamespace)
