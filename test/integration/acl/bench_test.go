@@ -282,7 +282,7 @@ func rbacEvaluations(shared []client.Object, n int, shootNS func(int) string) in
 func benchSizes() []int {
 	spec := os.Getenv("BENCH_ACL_SHOOTS")
 	if spec == "" {
-		spec = "10,100,1000"
+		spec = "1000,5000"
 	}
 	var out []int
 	for _, f := range strings.Split(spec, ",") {
