@@ -73,5 +73,15 @@ var _ = Describe("a shoot's resync", func() {
 		now = now.Add(sharedHealInterval)
 		reconcile()
 		Expect(lists.n).To(Equal(3), "after the heal interval a resync rebuilds again")
+
+		By("a failed rebuild of another shoot's change is done by this shoot's next resync")
+		failing := &gatedReader{Reader: lists, entered: make(chan struct{}), release: make(chan struct{}), fail: true}
+		close(failing.release)
+		a.reader = failing
+		Expect(a.reconcileShared(context.Background(), []string{"istio-ingress"})).NotTo(Succeed())
+		a.reader = lists
+		reconcile()
+		Expect(lists.n).To(Equal(4), "the pending namespace waited for the heal interval")
+		Expect(a.shared.pending).To(BeEmpty())
 	})
 })

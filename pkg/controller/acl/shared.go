@@ -73,11 +73,13 @@ func contribution(namespace string, st *v1alpha1.ExtensionStatus) string {
 }
 
 // upToDate says whether the last rebuilds of the namespaces built exactly this contribution of
-// the shoot, recently enough.
+// the shoot, recently enough, and no rebuild is left to do.
 func (r *sharedRebuilds) upToDate(shoot, fingerprint string, namespaces []string) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if len(namespaces) == 0 {
+	if len(namespaces) == 0 || len(r.pending) > 0 {
+		// Pending namespaces (a failed rebuild's) are driven by the next reconciliation of any
+		// shoot: this one takes them.
 		return false
 	}
 	for _, ns := range namespaces {
