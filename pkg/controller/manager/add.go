@@ -29,6 +29,9 @@ type Options struct {
 	HeartbeatTimeout time.Duration
 	// Bootstrap, when set, gives each Firewall's agent its seed identity.
 	Bootstrap *firewallmachine.Bootstrap
+	// InDoubtSettle is how long only Find is asked after a Create whose
+	// outcome is unknown. Default firewallmachine.DefaultInDoubtSettle.
+	InDoubtSettle time.Duration
 }
 
 // Defaults for Options.
@@ -55,5 +58,6 @@ func AddToManager(mgr manager.Manager, opts Options) error {
 	if err := (&firewallset.Reconciler{HealthTimeout: opts.HealthTimeout}).AddToManager(mgr); err != nil {
 		return err
 	}
-	return (&firewallmachine.Reconciler{Provider: opts.Provider, HealthTimeout: opts.HealthTimeout, HeartbeatTimeout: opts.HeartbeatTimeout, Bootstrap: opts.Bootstrap}).AddToManager(mgr)
+	return (&firewallmachine.Reconciler{Provider: opts.Provider, HealthTimeout: opts.HealthTimeout, HeartbeatTimeout: opts.HeartbeatTimeout,
+		Bootstrap: opts.Bootstrap, InDoubtSettle: opts.InDoubtSettle}).AddToManager(mgr)
 }
