@@ -28,7 +28,6 @@ import (
 	firewallmanager "github.com/metal-firewall/gardener-extension-firewall/pkg/controller/manager"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/controller/manager/firewallmachine"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/controller/manager/machine"
-	"github.com/metal-firewall/gardener-extension-firewall/pkg/controller/manager/machine/local"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/credentials"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/webhook/envoyfilter"
 )
@@ -93,14 +92,7 @@ func run(ctx context.Context, opts *Options) error {
 	if err != nil {
 		return err
 	}
-	provider, err := local.New(local.Options{
-		StateDir: opts.LocalStateDir, AgentPath: opts.LocalAgentPath,
-		InternalNetNS: opts.LocalInternalNS, ExternalNetNS: opts.LocalExternalNS,
-	})
-	if err != nil {
-		return err
-	}
-	if err := AddToManager(ctx, mgr, opts, provider); err != nil {
+	if err := AddToManager(ctx, mgr, opts, MachineProviderOrUnavailable(opts)); err != nil {
 		return err
 	}
 	return mgr.Start(ctx)

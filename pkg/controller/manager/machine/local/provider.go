@@ -65,7 +65,7 @@ const (
 	recordFile         = "machine.json"
 )
 
-// New returns a provider; it checks that the agent binary exists.
+// New returns a provider; it checks its prerequisites (CheckPrerequisites).
 func New(opts Options) (*Provider, error) {
 	if opts.StateDir == "" {
 		opts.StateDir = DefaultStateDir
@@ -79,8 +79,8 @@ func New(opts Options) (*Provider, error) {
 	if opts.InternalNetNS == "" || opts.ExternalNetNS == "" {
 		return nil, errors.New("local provider: internal and external namespace names are required")
 	}
-	if _, err := os.Stat(opts.AgentPath); err != nil {
-		return nil, fmt.Errorf("local provider: agent binary: %w", err)
+	if err := CheckPrerequisites(opts.AgentPath); err != nil {
+		return nil, err
 	}
 	if err := os.MkdirAll(opts.StateDir, 0o700); err != nil {
 		return nil, err

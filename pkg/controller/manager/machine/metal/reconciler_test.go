@@ -2,6 +2,7 @@ package metal_test
 
 import (
 	stdcontext "context"
+	"errors"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -15,6 +16,7 @@ import (
 
 	firewallv1alpha1 "github.com/metal-firewall/gardener-extension-firewall/pkg/apis/firewall/v1alpha1"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/controller/manager/firewallmachine"
+	"github.com/metal-firewall/gardener-extension-firewall/pkg/controller/manager/machine"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/controller/manager/machine/metal"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/controller/manager/managertest"
 	"github.com/metal-firewall/gardener-extension-firewall/test/metalapi"
@@ -123,5 +125,15 @@ var _ = Describe("Firewall reconciler with the metal provider", func() {
 		Expect(err).NotTo(HaveOccurred())
 		Expect(server.Allocations()).To(Equal(2))
 		Expect(server.Allocated()).To(HaveLen(1))
+	})
+
+	It("shows a provider that is not set up on the Firewall instead of failing elsewhere", func(ctx SpecContext) {
+		setup(metalapi.Inventory(project), 5*time.Second)
+		r.Provider = machine.Unavailable{Name: "metal", Err: errors.New("--metal-api-url is required")}
+		_, err := reconcileOnce(ctx)
+		Expect(err).To(HaveOccurred())
+		Expect(created(ctx)).To(And(HaveField("Reason", firewallmachine.ReasonProviderError),
+			HaveField("Message", "finding the machine: the metal machine provider is not set up: --metal-api-url is required")))
+		Expect(server.Allocations()).To(BeZero())
 	})
 })
