@@ -147,7 +147,7 @@ func (s *Server) allocate(r *models.V1FirewallCreateRequest, user *security.User
 	now := time.Now().UTC()
 	s.nextASN++
 	a := &allocation{uuid: uuid.NewString(), creator: user.EMail, name: r.Name, hostname: r.Hostname, description: r.Description,
-		project: project, image: image, userData: r.UserData, created: now, sshKeys: r.SSHPubKeys, rules: r.FirewallRules}
+		project: project, image: image, userData: r.UserData, created: now, sshKeys: r.SSHPubKeys, rules: storedRules(r.FirewallRules)}
 	if a.hostname == "" {
 		a.hostname = "metal"
 	}
@@ -272,4 +272,27 @@ func containsAll(have, want []string) bool {
 // userData decodes an allocation's user_data: base64, as the spec asks.
 func userData(a *allocation) ([]byte, error) {
 	return base64.StdEncoding.DecodeString(a.userData)
+}
+
+// storedRules is what the metal-api keeps of requested rules: protocol tcp
+// when empty, and nothing at all without rules.
+func storedRules(rules *models.V1FirewallRules) *models.V1FirewallRules {
+	if rules == nil || len(rules.Egress)+len(rules.Ingress) == 0 {
+		return nil
+	}
+	orEmpty := func(s []string) []string { return append([]string{}, s...) }
+	proto := func(p string) string {
+		if p == "" {
+			return "tcp"
+		}
+		return strings.ToLower(p)
+	}
+	out := &models.V1FirewallRules{Egress: []*models.V1FirewallEgressRule{}, Ingress: []*models.V1FirewallIngressRule{}}
+	for _, r := range rules.Egress {
+		out.Egress = append(out.Egress, &models.V1FirewallEgressRule{Comment: r.Comment, Protocol: proto(r.Protocol), Ports: append([]int32{}, r.Ports...), To: orEmpty(r.To)})
+	}
+	for _, r := range rules.Ingress {
+		out.Ingress = append(out.Ingress, &models.V1FirewallIngressRule{Comment: r.Comment, Protocol: proto(r.Protocol), Ports: append([]int32{}, r.Ports...), From: orEmpty(r.From), To: orEmpty(r.To)})
+	}
+	return out
 }

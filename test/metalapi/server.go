@@ -245,7 +245,7 @@ func (s *Server) SetFirewallRules(id string, rules *models.V1FirewallRules) erro
 	if err := validateRules(rules); err != nil {
 		return err
 	}
-	m.alloc.rules = rules
+	m.alloc.rules = storedRules(rules)
 	m.changed = time.Now().UTC()
 	return nil
 }

@@ -115,7 +115,7 @@ var _ = Describe("Admission server", Ordered, func() {
 				g.Expect(err).NotTo(HaveOccurred())
 				_ = resp.Body.Close()
 				g.Expect(resp.StatusCode).To(Equal(http.StatusOK))
-			}).WithTimeout(10 * time.Second).Should(Succeed(), path)
+			}).WithTimeout(10*time.Second).Should(Succeed(), path)
 		}
 	})
 
