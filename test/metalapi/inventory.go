@@ -4,9 +4,11 @@ import "fmt"
 
 // What Inventory builds.
 const (
-	// Size and Image are the one size and the one firewall image.
-	Size  = "c1-xlarge-x86"
-	Image = "firewall-ubuntu-3.0"
+	// Size is the one size; Image and NextImage the firewall images (a
+	// rolling update changes one for the other).
+	Size      = "c1-xlarge-x86"
+	Image     = "firewall-ubuntu-3.0"
+	NextImage = "firewall-ubuntu-3.1"
 	// Internet is the external network; InternetVRF names the firewall's
 	// interface into it (vrf104009).
 	Internet    = "internet"
@@ -24,17 +26,18 @@ func PrivateNetwork(project string) string { return "private-" + project }
 // PrivateVRF is the VRF of the i-th project's private network.
 func PrivateVRF(i int) int64 { return int64(3981 + i) }
 
-// Inventory is a partition with one size and image, the internet
-// (203.0.113.0/24, NAT), an underlay and a private network per project
-// (10.<i>.0.0/16), and keys for Metal-View and Metal-Edit.
+// Inventory is a partition with one size and two images, the internet
+// (100.64.0.0/16 with NAT, out of the way of the test wiring's addresses), an
+// underlay and a private network per project (10.<i>.0.0/16), and keys for
+// Metal-View and Metal-Edit.
 func Inventory(projects ...string) Options {
 	o := Options{
 		Keys:     map[string]string{"Metal-View": ViewKey, "Metal-Edit": EditKey},
 		Sizes:    []string{Size},
-		Images:   []string{Image},
+		Images:   []string{Image, NextImage},
 		Projects: projects,
 		Networks: []Network{
-			{ID: Internet, Prefix: "203.0.113.0/24", VRF: InternetVRF, NAT: true, DestinationPrefixes: []string{"0.0.0.0/0"}},
+			{ID: Internet, Prefix: "100.64.0.0/16", VRF: InternetVRF, NAT: true, DestinationPrefixes: []string{"0.0.0.0/0"}},
 			{ID: Underlay, Prefix: "10.255.0.0/24", Underlay: true},
 		},
 	}

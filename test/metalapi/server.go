@@ -84,6 +84,7 @@ type Server struct {
 	machines   map[string]*machineRecord
 	networks   map[string]*networkRecord
 	allocated  int
+	unanswered int
 	violations []string
 	nextIP     map[string]int
 	nextASN    int64
@@ -179,6 +180,15 @@ func (s *Server) Allocations() int {
 	return s.allocated
 }
 
+// Unanswered counts the requests whose client had given up (timed out,
+// hung up) when the answer was ready: the work was done, the client does not
+// know it.
+func (s *Server) Unanswered() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.unanswered
+}
+
 // Allocated lists the IDs of the machines allocated now, sorted.
 func (s *Server) Allocated() []string {
 	s.mu.Lock()
@@ -224,6 +234,12 @@ func (s *Server) validating(next http.Handler) http.Handler {
 			if err := v.ValidateResponse(r.Context(), rec.Code, rec.Header(), out); err != nil {
 				s.violation("response: %v", err)
 			}
+		}
+		if r.Context().Err() != nil {
+			// The client gave up before the answer was ready.
+			s.mu.Lock()
+			s.unanswered++
+			s.mu.Unlock()
 		}
 		for k, vs := range rec.Header() {
 			w.Header()[k] = vs
