@@ -58,7 +58,7 @@ var _ = Describe("Source", func() {
 		Expect(err).NotTo(HaveOccurred())
 		Expect(a.MachineID).To(Equal(id))
 		Expect(a.Firewall.InternalPrefixes).To(Equal([]string{"10.10.0.0/16"}))
-		Expect(a.Firewall.EgressRules).To(ConsistOf(And(HaveField("Interface", "vrf104009"), HaveField("IPs", ConsistOf(HavePrefix("203.0.113."))))))
+		Expect(a.Firewall.EgressRules).To(ConsistOf(And(HaveField("Interface", "vrf104009"), HaveField("IPs", ConsistOf(HavePrefix("100.64."))))))
 		Expect(a.Networks).To(ConsistOf(
 			agentconfigv1alpha1.Network{ID: metalapi.Internet, Interface: "vrf104009"},
 			agentconfigv1alpha1.Network{ID: metalapi.PrivateNetwork(project), Interface: "vrf3981"}), "no underlay")

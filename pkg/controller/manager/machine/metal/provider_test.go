@@ -119,7 +119,7 @@ var _ = Describe("Provider", func() {
 		found, err := provider.Find(ctx, fw)
 		Expect(err).NotTo(HaveOccurred())
 		Expect(found.ID).To(Equal(m.ID))
-		Expect(found.ExternalIPs).To(ConsistOf(HavePrefix("203.0.113.")), "the internet's address; neither the private nor the underlay one")
+		Expect(found.ExternalIPs).To(ConsistOf(HavePrefix("100.64.")), "the internet's address; neither the private nor the underlay one")
 		Expect(found.ImageID).To(Equal(metalapi.Image))
 		Expect(found.LastEvent).To(HaveField("Event", metal.EventPhonedHome))
 
@@ -155,6 +155,7 @@ var _ = Describe("Provider", func() {
 		_, err := slow.Create(ctx, fw, nil)
 		Expect(errors.As(err, new(*machine.InDoubtError))).To(BeTrue(), "%v", err)
 		Expect(server.Allocations()).To(Equal(1))
+		Eventually(server.Unanswered).Should(Equal(1), "the metal-api allocated; its answer found no client")
 		Eventually(func(g Gomega) {
 			m, err := slow.Find(ctx, fw)
 			g.Expect(err).NotTo(HaveOccurred())

@@ -68,7 +68,7 @@ var _ = Describe("Firewall reconciler with the metal provider", func() {
 		Expect(meta.IsStatusConditionTrue(fw.Status.Conditions, firewallv1alpha1.ConditionProvisioned)).To(BeTrue())
 		Expect(fw.Status.EgressIPs).To(HaveLen(2))
 		Expect(fw.Status.EgressIPs).To(ContainElement("203.0.113.200"), "the SNAT IP")
-		Expect(fw.Status.EgressIPs).To(ContainElement(HavePrefix("203.0.113.")), "the machine's internet address")
+		Expect(fw.Status.EgressIPs).To(ContainElement(HavePrefix("100.64.")), "the machine's internet address")
 		Expect(server.Allocations()).To(Equal(1))
 	})
 
