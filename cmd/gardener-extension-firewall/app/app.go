@@ -13,6 +13,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
@@ -84,6 +85,7 @@ func run(ctx context.Context, opts *Options) error {
 	if err != nil {
 		return err
 	}
+	cfg.QPS, cfg.Burst = opts.KubeAPIQPS, opts.KubeAPIBurst
 	scheme, err := Scheme()
 	if err != nil {
 		return err
@@ -130,6 +132,7 @@ func AddToManager(ctx context.Context, mgr manager.Manager, opts *Options, provi
 		ProgressDeadline: opts.ProgressDeadline,
 		HealthTimeout:    opts.HealthTimeout,
 		HeartbeatTimeout: opts.HeartbeatTimeout,
+		Workers:          opts.Workers,
 		Bootstrap: &firewallmachine.Bootstrap{
 			Server: opts.SeedServer, CAData: caData, TokenValidity: opts.BootTokenValidity, Namespace: opts.BootNamespace,
 			SecretNames: []string{constants.ShootAccessSecretName},
@@ -141,7 +144,10 @@ func AddToManager(ctx context.Context, mgr manager.Manager, opts *Options, provi
 	if err := (&csrapprover.Reconciler{MaxDuration: opts.CSRMaxDuration, BootNamespace: opts.BootNamespace}).AddToManager(mgr); err != nil {
 		return err
 	}
-	if err := firewallcontroller.AddToManagerWithOptions(ctx, mgr, firewallcontroller.AddOptions{IgnoreOperationAnnotation: opts.IgnoreOperationAnnotation, BootNamespace: opts.BootNamespace}); err != nil {
+	if err := firewallcontroller.AddToManagerWithOptions(ctx, mgr, firewallcontroller.AddOptions{
+		IgnoreOperationAnnotation: opts.IgnoreOperationAnnotation, BootNamespace: opts.BootNamespace,
+		Controller: controller.Options{MaxConcurrentReconciles: opts.Workers},
+	}); err != nil {
 		return err
 	}
 	if err := aclcontroller.AddToManagerWithOptions(ctx, mgr, aclcontroller.AddOptions{

@@ -18,6 +18,9 @@ import (
 // Options are the command line flags.
 type Options struct {
 	Kubeconfig                string
+	KubeAPIQPS                float32
+	KubeAPIBurst              int
+	Workers                   int
 	LeaderElection            bool
 	LeaderElectionNamespace   string
 	MetricsBindAddress        string
@@ -55,6 +58,9 @@ type Options struct {
 // AddFlags registers the flags; README.md documents each of them.
 func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.Kubeconfig, "kubeconfig", "", "kubeconfig of the seed; in-cluster config when empty")
+	fs.Float32Var(&o.KubeAPIQPS, "kube-api-qps", 100, "requests per second to the seed's kube-apiserver (client-side limit; a firewall's first reconcile needs about 25)")
+	fs.IntVar(&o.KubeAPIBurst, "kube-api-burst", 130, "burst of requests to the seed's kube-apiserver")
+	fs.IntVar(&o.Workers, "workers", firewallmanager.DefaultWorkers, "objects each firewall controller reconciles at once")
 	fs.BoolVar(&o.LeaderElection, "leader-election", true, "elect a leader among replicas")
 	fs.StringVar(&o.LeaderElectionNamespace, "leader-election-namespace", "", "namespace of the leader election lease (default: the pod's namespace)")
 	fs.StringVar(&o.MetricsBindAddress, "metrics-bind-address", ":8080", `address of the metrics endpoint, "0" to disable`)
@@ -104,6 +110,9 @@ func (o *Options) Validate() error {
 	}
 	if o.BootTokenValidity < credentials.MinBootTokenValidity || o.BootTokenValidity > credentials.MaxBootTokenValidity {
 		errs = append(errs, fmt.Errorf("--boot-token-validity %s must be within [%s, %s]", o.BootTokenValidity, credentials.MinBootTokenValidity, credentials.MaxBootTokenValidity))
+	}
+	if o.KubeAPIQPS <= 0 || o.KubeAPIBurst <= 0 || o.Workers <= 0 {
+		errs = append(errs, fmt.Errorf("--kube-api-qps (%v), --kube-api-burst (%d) and --workers (%d) must be positive", o.KubeAPIQPS, o.KubeAPIBurst, o.Workers))
 	}
 	if o.BootNamespace == "" {
 		errs = append(errs, errors.New("--boot-namespace is required: the firewalls' boot ServiceAccounts live there"))

@@ -29,7 +29,7 @@ var _ = Describe("Options", func() {
 	})
 
 	It("names every flag that is missing or wrong, all at once", func() {
-		err := parse("--machine-provider=openstack", "--boot-token-validity=2h", "--csr-max-duration=6h").Validate()
+		err := parse("--machine-provider=openstack", "--boot-token-validity=2h", "--csr-max-duration=6h", "--workers=0", "--kube-api-qps=-1").Validate()
 		Expect(err).To(MatchError(And(
 			ContainSubstring("--seed-server is required"),
 			ContainSubstring("--seed-ca-file is required"),
@@ -37,6 +37,7 @@ var _ = Describe("Options", func() {
 			ContainSubstring("--csr-max-duration 6h0m0s is below the 12h0m0s the firewall agent asks for"),
 			ContainSubstring("--boot-token-validity 2h0m0s must be within [10m0s, 1h0m0s]"),
 			ContainSubstring("--boot-namespace is required"),
+			ContainSubstring("--kube-api-qps (-1), --kube-api-burst (130) and --workers (0) must be positive"),
 		)))
 	})
 

@@ -16,6 +16,7 @@ import (
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
@@ -31,6 +32,8 @@ const Finalizer = firewallv1alpha1.GroupName + "/firewallsets"
 
 // Reconciler reconciles FirewallDeployments.
 type Reconciler struct {
+	// Workers is how many objects are reconciled at once; 1 when 0.
+	Workers int
 	Client client.Client
 	Clock  clock.Clock
 	// ProgressDeadline is how long a new set may take to become Ready before
@@ -46,7 +49,7 @@ func (r *Reconciler) AddToManager(mgr manager.Manager) error {
 	if r.Clock == nil {
 		r.Clock = clock.RealClock{}
 	}
-	return builder.ControllerManagedBy(mgr).Named("firewalldeployment").
+	return builder.ControllerManagedBy(mgr).Named("firewalldeployment").WithOptions(controller.Options{MaxConcurrentReconciles: r.Workers}).
 		For(&firewallv1alpha1.FirewallDeployment{}).
 		Owns(&firewallv1alpha1.FirewallSet{}).
 		Complete(r)

@@ -17,6 +17,7 @@ import (
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
@@ -38,6 +39,8 @@ const provisioningPoll = 10 * time.Second
 
 // Reconciler reconciles Firewalls.
 type Reconciler struct {
+	// Workers is how many objects are reconciled at once; 1 when 0.
+	Workers int
 	Client   client.Client
 	Provider machine.Provider
 	Clock    clock.Clock
@@ -104,7 +107,7 @@ func (r *Reconciler) AddToManager(mgr manager.Manager) error {
 		}
 		r.credentials = c
 	}
-	return builder.ControllerManagedBy(mgr).Named("firewall-machine").For(&firewallv1alpha1.Firewall{}).Complete(r)
+	return builder.ControllerManagedBy(mgr).Named("firewall-machine").WithOptions(controller.Options{MaxConcurrentReconciles: r.Workers}).For(&firewallv1alpha1.Firewall{}).Complete(r)
 }
 
 // Reconcile creates, watches and releases the machine behind one Firewall.
