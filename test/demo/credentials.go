@@ -39,7 +39,7 @@ func (d *demo) onMachine(path string) string {
 // kubeconfig it wrote on the machine holds a client certificate that the
 // seed's client CA signed for this firewall, with the key beside it, no
 // token; and the certificate is the one issued for a CSR in the seed that
-// the firewall's bootstrap token requested and the extension approved.
+// the firewall's boot token requested and the extension approved.
 func (d *demo) showCredential(ctx context.Context, s *seed, fwName string) error {
 	path := agentconfigv1alpha1.SeedKubeconfigPath
 	info, err := os.Stat(d.onMachine(path))
@@ -89,10 +89,10 @@ func (d *demo) showCredential(ctx context.Context, s *seed, fwName string) error
 	if approved == nil {
 		return fmt.Errorf("CSR %s issued a certificate but is not approved", csr.Name)
 	}
-	if !strings.HasPrefix(csr.Spec.Username, "system:bootstrap:") {
-		return fmt.Errorf("CSR %s was requested by %s, not by a bootstrap token", csr.Name, csr.Spec.Username)
+	if !strings.HasPrefix(csr.Spec.Username, "system:serviceaccount:"+framework.BootNamespace+":firewall-boot.") {
+		return fmt.Errorf("CSR %s was requested by %s, not by the firewall's boot ServiceAccount", csr.Name, csr.Spec.Username)
 	}
-	d.n.say("CSR %s in %s: requested by %s (the firewall's bootstrap token) for CN=%s, signer %s; %s by the extension's approver (%s); the certificate issued by kube-controller-manager",
+	d.n.say("CSR %s in %s: requested by %s (the firewall's boot token) for CN=%s, signer %s; %s by the extension's approver (%s), which pinned the agent's key on the Firewall; the certificate issued by kube-controller-manager",
 		csr.Name, s.name, csr.Spec.Username, wantCN, csr.Spec.SignerName, approved.Type, approved.Message)
 	d.n.say("The agent's seed kubeconfig on the machine (%s, mode 0600) holds that certificate (valid until %s, verified against %s's client CA) and the key the agent generated; no token",
 		path, cert.NotAfter.Format(time.DateTime), s.name)

@@ -81,7 +81,7 @@ func (d *demo) bringUpFirewall(ctx context.Context) error {
 	}
 	d.n.say("The machine can now reach seed A's and the shoot's API endpoints (forwarded to this host's loopback)")
 
-	d.n.say("Waiting for the agent: bootstrap token -> CSR -> certificate -> report into seed A")
+	d.n.say("Waiting for the agent: boot token -> CSR -> certificate -> report into seed A")
 	fw, err := d.waitForConnected(ctx, d.seedA, 3*time.Minute)
 	if err != nil {
 		return err
@@ -95,7 +95,7 @@ func (d *demo) bringUpFirewall(ctx context.Context) error {
 	if err := d.showBootCredentialGone(ctx, d.seedA); err != nil {
 		return err
 	}
-	d.n.proved("the firewall machine came up and its agent connected to seed A with a client certificate from its own CSR, approved by the extension and signed by kube-controller-manager; its bootstrap token is gone")
+	d.n.proved("the firewall machine came up and its agent connected to seed A with a client certificate from its own CSR, approved by the extension and signed by kube-controller-manager; its boot token is revoked")
 	return nil
 }
 

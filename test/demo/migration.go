@@ -63,7 +63,7 @@ func (d *demo) migrate(ctx context.Context) error {
 	if err := d.checkMigratedOut(ctx, fwName, fwState); err != nil {
 		return err
 	}
-	d.n.say("Seed A: Migrate Succeeded for both; the firewall Extension's state holds Firewall %s with machine %s; seed A holds no Firewall, no bootstrap token, no RBAC for the agent, no acl EnvoyFilter",
+	d.n.say("Seed A: Migrate Succeeded for both; the firewall Extension's state holds Firewall %s with machine %s; seed A holds no Firewall, no boot ServiceAccount, no RBAC for the agent, no acl EnvoyFilter",
 		fwName, d.machine.ID)
 	if err := d.showSeedRefuses(ctx, d.seedA, fwName); err != nil {
 		return err
@@ -188,7 +188,7 @@ func (d *demo) checkMigratedOut(ctx context.Context, fwName string, state *runti
 		return fmt.Errorf("seed A still holds %d Firewalls and %d boot ServiceAccounts", len(fws), len(sas))
 	}
 	// The shared HTTP-CONNECT filter stays for other shoots, without this one.
-	shared, err := framework.ManagedResourceObjects(ctx, c, framework.IngressNamespace, constants.ACLSharedManagedResourceName)
+	shared, err := framework.ACLSharedObjects(ctx, c, framework.IngressNamespace)
 	if err != nil && !apierrors.IsNotFound(err) {
 		return err
 	}

@@ -89,7 +89,7 @@ func addControllers(ctx context.Context, mgr manager.Manager, seed, shoot *teste
 	if err := client.IgnoreAlreadyExists(direct.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: BootNamespace}})); err != nil {
 		return err
 	}
-	if err := firewallcontroller.AddToManagerWithOptions(ctx, mgr, firewallcontroller.AddOptions{BootNamespace: BootNamespace}); err != nil {
+	if err := firewallcontroller.AddToManagerWithOptions(ctx, mgr, firewallcontroller.AddOptions{Config: firewallcontroller.Config{BootNamespace: BootNamespace}}); err != nil {
 		return err
 	}
 	if err := (&csrapprover.Reconciler{BootNamespace: BootNamespace}).AddToManager(mgr); err != nil {

@@ -145,8 +145,9 @@ func AddToManager(ctx context.Context, mgr manager.Manager, opts *Options, provi
 		return err
 	}
 	if err := firewallcontroller.AddToManagerWithOptions(ctx, mgr, firewallcontroller.AddOptions{
-		IgnoreOperationAnnotation: opts.IgnoreOperationAnnotation, BootNamespace: opts.BootNamespace,
-		Controller: controller.Options{MaxConcurrentReconciles: opts.Workers},
+		IgnoreOperationAnnotation: opts.IgnoreOperationAnnotation,
+		Config:                    firewallcontroller.Config{BootNamespace: opts.BootNamespace, ShootAccessTokenValidity: opts.ShootAccessTokenValidity},
+		Controller:                controller.Options{MaxConcurrentReconciles: opts.Workers},
 	}); err != nil {
 		return err
 	}

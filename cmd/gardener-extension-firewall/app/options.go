@@ -11,6 +11,7 @@ import (
 	agentconfigv1alpha1 "github.com/metal-firewall/gardener-extension-firewall/pkg/apis/agentconfig/v1alpha1"
 	aclcontroller "github.com/metal-firewall/gardener-extension-firewall/pkg/controller/acl"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/controller/csrapprover"
+	firewallcontroller "github.com/metal-firewall/gardener-extension-firewall/pkg/controller/firewall"
 	firewallmanager "github.com/metal-firewall/gardener-extension-firewall/pkg/controller/manager"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/credentials"
 )
@@ -44,6 +45,8 @@ type Options struct {
 	BootTokenValidity time.Duration
 	// BootNamespace holds the firewalls' boot ServiceAccounts: the extension's namespace.
 	BootNamespace string
+	// ShootAccessTokenValidity is the life of the agent's shoot token.
+	ShootAccessTokenValidity time.Duration
 
 	// ACL is the operator's configuration of the acl extension.
 	ACL            aclcontroller.Config
@@ -55,7 +58,7 @@ type Options struct {
 	WebhookConfigServicePort int
 }
 
-// AddFlags registers the flags; README.md documents each of them.
+// AddFlags registers the flags; docs/operator-guide.md documents each of them.
 func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.Kubeconfig, "kubeconfig", "", "kubeconfig of the seed; in-cluster config when empty")
 	fs.Float32Var(&o.KubeAPIQPS, "kube-api-qps", 100, "requests per second to the seed's kube-apiserver (client-side limit; a firewall's first reconcile needs about 25)")
@@ -79,6 +82,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.HeartbeatTimeout, "heartbeat-timeout", firewallmanager.DefaultHeartbeatTimeout, "how old an agent's last report may be for its Firewall to count as connected")
 	fs.DurationVar(&o.CSRMaxDuration, "csr-max-duration", csrapprover.DefaultMaxDuration, "longest certificate validity an agent may ask for; at least the 12h the agent asks for")
 	fs.DurationVar(&o.BootTokenValidity, "boot-token-validity", time.Hour, "life of a firewall's boot token, its first credential (10m to 1h)")
+	fs.DurationVar(&o.ShootAccessTokenValidity, "shoot-access-token-validity", firewallcontroller.DefaultShootAccessTokenValidity, "life of the agent's shoot token, renewed by Gardener's TokenRequestor at 80 %; a control plane migration must reach the agent within what is left of it (10m to 24h)")
 	fs.StringVar(&o.BootNamespace, "boot-namespace", "", "namespace of the firewalls' boot ServiceAccounts, the extension's own (required; the chart sets its release namespace)")
 	o.ACL.AddFlags(fs)
 	fs.IntVar(&o.WebhookPort, "webhook-port", 9443, "port of the EnvoyFilter webhook")
@@ -113,6 +117,9 @@ func (o *Options) Validate() error {
 	}
 	if o.KubeAPIQPS <= 0 || o.KubeAPIBurst <= 0 || o.Workers <= 0 {
 		errs = append(errs, fmt.Errorf("--kube-api-qps (%v), --kube-api-burst (%d) and --workers (%d) must be positive", o.KubeAPIQPS, o.KubeAPIBurst, o.Workers))
+	}
+	if o.ShootAccessTokenValidity < 10*time.Minute || o.ShootAccessTokenValidity > 24*time.Hour {
+		errs = append(errs, fmt.Errorf("--shoot-access-token-validity %s must be within [10m, 24h]", o.ShootAccessTokenValidity))
 	}
 	if o.BootNamespace == "" {
 		errs = append(errs, errors.New("--boot-namespace is required: the firewalls' boot ServiceAccounts live there"))

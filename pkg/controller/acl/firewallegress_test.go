@@ -28,13 +28,13 @@ var _ = Describe("alwaysAllowed and the shoot's firewalls", func() {
 		a, err := NewActuator(c, c, Config{})
 		Expect(err).NotTo(HaveOccurred())
 
-		got, err := a.(*actuator).alwaysAllowed(context.Background(), "shoot--p--a", &extensionscontroller.Cluster{})
+		got, err := a.(*actuator).alwaysAllowed(context.Background(), "shoot--p--a", &extensionscontroller.Cluster{}, nil)
 		Expect(err).NotTo(HaveOccurred())
 		Expect(cidr.Strings(got)).To(Equal([]string{"203.0.113.17/32", "2001:db8::17/128"}))
 	})
 
 	It("does not fail where the firewall API is unknown", func() {
-		got, err := newTestActuator(Config{AlwaysAllowedCIDRs: []string{"192.0.2.0/28"}}).alwaysAllowed(context.Background(), "shoot--p--a", &extensionscontroller.Cluster{})
+		got, err := newTestActuator(Config{AlwaysAllowedCIDRs: []string{"192.0.2.0/28"}}).alwaysAllowed(context.Background(), "shoot--p--a", &extensionscontroller.Cluster{}, nil)
 		Expect(err).NotTo(HaveOccurred())
 		Expect(cidr.Strings(got)).To(Equal([]string{"192.0.2.0/28"}))
 	})

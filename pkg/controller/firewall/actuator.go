@@ -31,15 +31,32 @@ type actuator struct {
 	// deletions, and for the boot ServiceAccounts, which the extension may
 	// list in its own namespace only (a cache would watch them cluster-wide).
 	direct client.Client
-	// bootNamespace holds the firewalls' boot ServiceAccounts.
-	bootNamespace string
+	config Config
 }
 
+// Config is what the operator sets.
+type Config struct {
+	// BootNamespace holds the firewalls' boot ServiceAccounts: the extension's namespace.
+	BootNamespace string
+	// ShootAccessTokenValidity is the life of the agent's shoot token, which
+	// Gardener's TokenRequestor renews at 80 % of it; DefaultShootAccessTokenValidity when 0.
+	ShootAccessTokenValidity time.Duration
+}
+
+// DefaultShootAccessTokenValidity keeps every credential but the agent's own
+// certificate within an hour. A control plane migration must hand the agent
+// its new seed within the token's remaining life (at least 12 minutes):
+// otherwise the firewall keeps forwarding with its last rules, unmanaged,
+// until it is rolled. Operators with slow migrations raise it (Gardener allows 24h).
+const DefaultShootAccessTokenValidity = time.Hour
+
 // NewActuator returns the actuator of the `firewall` extension. direct is a
-// client without a cache; bootNamespace holds the firewalls' boot
-// ServiceAccounts (the extension's namespace).
-func NewActuator(c, direct client.Client, bootNamespace string) extension.Actuator {
-	return &actuator{client: c, direct: direct, bootNamespace: bootNamespace}
+// client without a cache.
+func NewActuator(c, direct client.Client, cfg Config) extension.Actuator {
+	if cfg.ShootAccessTokenValidity == 0 {
+		cfg.ShootAccessTokenValidity = DefaultShootAccessTokenValidity
+	}
+	return &actuator{client: c, direct: direct, config: cfg}
 }
 
 // Reconcile makes the shoot's FirewallDeployment match its providerConfig.
@@ -140,7 +157,7 @@ func (a *actuator) ForceDelete(ctx context.Context, _ logr.Logger, ex *extension
 }
 
 func (a *actuator) deleteCredentials(ctx context.Context, namespace string) error {
-	if err := credentials.DeleteBootCredentials(ctx, a.direct, a.bootNamespace, namespace, ""); err != nil {
+	if err := credentials.DeleteBootCredentials(ctx, a.direct, a.config.BootNamespace, namespace, ""); err != nil {
 		return err
 	}
 	if err := credentials.DeleteAgentRBAC(ctx, a.client, namespace, ""); err != nil {

@@ -27,8 +27,8 @@ type AddOptions struct {
 	ExtensionClasses []extensionsv1alpha1.ExtensionClass
 	// Resync is the requeue interval of a successfully reconciled Extension. Default 10 minutes.
 	Resync time.Duration
-	// BootNamespace holds the firewalls' boot ServiceAccounts (the extension's namespace).
-	BootNamespace string
+	// Config is what the operator sets.
+	Config Config
 }
 
 // AddToManagerWithOptions adds the firewall Extension controller (Gardener's
@@ -43,7 +43,7 @@ func AddToManagerWithOptions(ctx context.Context, mgr manager.Manager, opts AddO
 		return err
 	}
 	return extension.Add(mgr, extension.AddArgs{
-		Actuator:          NewActuator(mgr.GetClient(), direct, opts.BootNamespace),
+		Actuator:          NewActuator(mgr.GetClient(), direct, opts.Config),
 		ControllerOptions: opts.Controller,
 		ExtensionClasses:  opts.ExtensionClasses,
 		Name:              ControllerName,

@@ -39,7 +39,8 @@ func (a *actuator) reconcileShootAccess(ctx context.Context, namespace string) e
 		AuthInfos:      []clientcmdv1.NamedAuthInfo{{Name: constants.ShootAccessName}},
 		Contexts:       []clientcmdv1.NamedContext{{Name: namespace, Context: clientcmdv1.Context{Cluster: namespace, AuthInfo: constants.ShootAccessName}}},
 	}
-	if err := gardenerutils.NewShootAccessSecret(constants.ShootAccessName, namespace).WithKubeconfig(kubeconfig).Reconcile(ctx, a.client); err != nil {
+	if err := gardenerutils.NewShootAccessSecret(constants.ShootAccessName, namespace).WithKubeconfig(kubeconfig).
+		WithTokenExpirationDuration(a.config.ShootAccessTokenValidity.String()).Reconcile(ctx, a.client); err != nil {
 		return fmt.Errorf("shoot access secret: %w", err)
 	}
 	return nil

@@ -94,6 +94,22 @@ var _ = Describe("Parse refuses names and paths that are not what they claim", f
 		Expect(err).To(MatchError(ContainSubstring(`sources.static.firewall.rateLimits[1].networkID: Invalid value: "internet": its interface "eth1" has a rule already`)))
 	})
 
+	It("refuses it in the other order too: the network's rule first, the interface's second", func() {
+		bad := strings.NewReplacer("rateLimits: [{interface: eth1, rate: 100}]", "rateLimits: [{networkID: internet, rate: 5}, {interface: eth1, rate: 100}]",
+			"controllers:\n", "networks: [{id: internet, interface: eth1}]\ncontrollers:\n").Replace(valid)
+		_, err := config.Parse([]byte(bad))
+		Expect(err).To(MatchError(ContainSubstring(`sources.static.firewall.rateLimits[1].interface: Invalid value: "eth1": its interface "eth1" has a rule already`)))
+	})
+
+	It("refuses an identity key outside the agent's folder, or where another file is kept", func() {
+		_, err := config.Parse([]byte(strings.Replace(valid, "namespace: shoot--p--s}", "namespace: shoot--p--s, identityKey: /etc/cron.d/evil}", 1)))
+		Expect(err).To(MatchError(ContainSubstring(`sources.seed.identityKey: Invalid value: "/etc/cron.d/evil": the agent writes this file`)))
+		_, err = config.Parse([]byte(strings.Replace(valid, "namespace: shoot--p--s}", "namespace: shoot--p--s, identityKey: /etc/firewall-agent/seed.kubeconfig}", 1)))
+		Expect(err).To(MatchError(ContainSubstring(`sources.seed.identityKey: Invalid value: "/etc/firewall-agent/seed.kubeconfig": the same file as sources.seed.kubeconfig`)))
+		_, err = config.Parse([]byte(strings.Replace(valid, "kubeconfig: /etc/firewall-agent/seed.kubeconfig", "kubeconfig: /etc/firewall-agent/agent.key", 1)))
+		Expect(err).To(MatchError(ContainSubstring(`sources.seed.identityKey: Invalid value: "/etc/firewall-agent/agent.key": the same file as sources.seed.kubeconfig`)), "the default beside the kubeconfig counts too")
+	})
+
 	It("accepts the highest rate the kernel takes", func() {
 		_, err := config.Parse([]byte(strings.Replace(valid, "rate: 100", fmt.Sprintf("rate: %d", fwvalidation.MaxRateMiBps), 1)))
 		Expect(err).NotTo(HaveOccurred())

@@ -15,7 +15,6 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"path/filepath"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -142,11 +141,7 @@ func (s *Source) identityKey() (*ecdsa.PrivateKey, error) {
 	if s.key != nil {
 		return s.key, nil
 	}
-	path := s.Config.IdentityKey
-	if path == "" {
-		path = filepath.Join(filepath.Dir(s.Config.Kubeconfig), filepath.Base(agentconfigv1alpha1.IdentityKeyPath))
-	}
-	key, err := bootstrap.LoadOrCreateKey(path)
+	key, err := bootstrap.LoadOrCreateKey(agentconfigv1alpha1.IdentityKeyOf(&s.Config))
 	if err != nil {
 		return nil, err
 	}

@@ -3,12 +3,14 @@ package firewall_test
 import (
 	"context"
 	"crypto/rand"
+	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"time"
 
@@ -76,6 +78,23 @@ func harvest(ctx context.Context, shoot client.Client) (stop func() map[string][
 		}
 	}()
 	return func() map[string][]byte { close(done); <-stopped; return seen }
+}
+
+// tokenLifetimes are the lifetimes (exp - iat) of the JWTs in data, as a
+// ServiceAccount token or one inside a kubeconfig.
+func tokenLifetimes(data []byte) []time.Duration {
+	var out []time.Duration
+	for _, jwt := range regexp.MustCompile(`eyJ[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+`).FindAll(data, -1) {
+		payload, err := base64.RawURLEncoding.DecodeString(strings.Split(string(jwt), ".")[1])
+		if err != nil {
+			continue
+		}
+		claims := struct{ Exp, Iat int64 }{}
+		if json.Unmarshal(payload, &claims) == nil && claims.Exp > 0 {
+			out = append(out, time.Duration(claims.Exp-claims.Iat)*time.Second)
+		}
+	}
+	return out
 }
 
 // authenticates tells whether value, used as a bearer token or as a
@@ -239,6 +258,33 @@ var _ = Describe("Control plane migration end to end", func() {
 		info, err := os.Stat(shootKubeconfig)
 		Expect(err).NotTo(HaveOccurred())
 		Expect(info.Mode().Perm()).To(Equal(os.FileMode(0o600)))
+
+		By("no credential outlives an hour but the agent's own certificate, and nothing the shoot's admin reads authenticates at a seed")
+		var seedSecrets corev1.SecretList
+		Expect(cA.List(ctx, &seedSecrets)).To(Succeed())
+		for _, secret := range seedSecrets.Items {
+			for key, value := range secret.Data {
+				for _, life := range tokenLifetimes(value) {
+					Expect(life).To(BeNumerically("<=", time.Hour), "seed A %s/%s[%s]", secret.Namespace, secret.Name, key)
+				}
+			}
+		}
+		for _, file := range []string{agentconfigv1alpha1.BootstrapKubeconfigPath, agentconfigv1alpha1.ShootKubeconfigPath} {
+			data, err := os.ReadFile(filepath.Join(framework.MachineRoot(stateDir, rec), file))
+			Expect(err).NotTo(HaveOccurred())
+			lives := tokenLifetimes(data)
+			Expect(lives).NotTo(BeEmpty(), file)
+			for _, life := range lives {
+				Expect(life).To(BeNumerically("<=", time.Hour), file)
+			}
+		}
+		var shootSecrets corev1.SecretList
+		Expect(cShoot.List(ctx, &shootSecrets)).To(Succeed())
+		for _, secret := range shootSecrets.Items {
+			for key, value := range secret.Data {
+				Expect(authenticates(ctx, seedA, value)).To(BeFalse(), "shoot %s/%s[%s] authenticates at seed A", secret.Namespace, secret.Name, key)
+			}
+		}
 
 		By("migrating away from seed A")
 		// Migrate Succeeded, then gardenlet deletes the Extension shallowly.

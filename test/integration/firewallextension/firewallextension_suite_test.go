@@ -81,7 +81,7 @@ func startSeed(name string) *seedEnv {
 	})
 	Expect(err).NotTo(HaveOccurred())
 	ctx, cancel := context.WithCancel(context.Background())
-	Expect(firewallcontroller.AddToManagerWithOptions(ctx, mgr, firewallcontroller.AddOptions{BootNamespace: bootNamespace})).To(Succeed())
+	Expect(firewallcontroller.AddToManagerWithOptions(ctx, mgr, firewallcontroller.AddOptions{Config: firewallcontroller.Config{BootNamespace: bootNamespace}})).To(Succeed())
 	Expect(healthcheck.AddToManager(mgr, 2*time.Second)).To(Succeed())
 	Expect(firewallmanager.AddToManager(mgr, firewallmanager.Options{
 		Provider:         provider,

@@ -301,13 +301,13 @@ var _ = Describe("Migrate killed half-way", func() {
 
 		By("the first run saves the state, deletes the Firewall and dies")
 		Expect(seedA.client.Get(ctx, client.ObjectKeyFromObject(ex), ex)).To(Succeed())
-		err := firewallcontroller.NewActuator(failingSetDeletes{seedA.client}, seedA.client, bootNamespace).Migrate(ctx, logr.Discard(), ex)
+		err := firewallcontroller.NewActuator(failingSetDeletes{seedA.client}, seedA.client, firewallcontroller.Config{BootNamespace: bootNamespace}).Migrate(ctx, logr.Discard(), ex)
 		Expect(err).To(MatchError(ContainSubstring("killed before deleting the FirewallSet")))
 		Eventually(func() []firewallv1alpha1.Firewall { return firewalls(ctx, seedA, namespace) }).Should(BeEmpty())
 
 		By("the restarted extension runs Migrate again")
 		Expect(seedA.client.Get(ctx, client.ObjectKeyFromObject(ex), ex)).To(Succeed())
-		Expect(firewallcontroller.NewActuator(seedA.client, seedA.client, bootNamespace).Migrate(ctx, logr.Discard(), ex)).To(Succeed())
+		Expect(firewallcontroller.NewActuator(seedA.client, seedA.client, firewallcontroller.Config{BootNamespace: bootNamespace}).Migrate(ctx, logr.Discard(), ex)).To(Succeed())
 		Expect(seedA.client.Get(ctx, client.ObjectKeyFromObject(ex), ex)).To(Succeed())
 		Expect(string(ex.Status.State.Raw)).To(ContainSubstring(machineID), "the deleted Firewall's machine is still in the state")
 		sets := &firewallv1alpha1.FirewallSetList{}

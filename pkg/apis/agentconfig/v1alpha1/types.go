@@ -1,6 +1,8 @@
 package v1alpha1
 
 import (
+	"path"
+
 	fwv1alpha1 "github.com/metal-firewall/gardener-extension-firewall/pkg/apis/firewall/v1alpha1"
 )
 
@@ -127,4 +129,16 @@ type Controllers struct {
 type Controller struct {
 	// Source is the name of the source the controller reads.
 	Source string `json:"source"`
+}
+
+// IdentityKeyOf is where the agent keeps its identity key: IdentityKey, or
+// agent.key beside the seed kubeconfig; empty when neither is set.
+func IdentityKeyOf(s *SeedSource) string {
+	switch {
+	case s.IdentityKey != "":
+		return s.IdentityKey
+	case s.Kubeconfig != "":
+		return path.Join(path.Dir(s.Kubeconfig), path.Base(IdentityKeyPath))
+	}
+	return ""
 }

@@ -56,6 +56,11 @@ func validateSources(cfg *agentconfigv1alpha1.Config, dir string) field.ErrorLis
 		// replaces the bootstrap kubeconfig with one delivered through the shoot.
 		allErrs = append(allErrs, written.check(s.Kubeconfig, p.Child("kubeconfig"))...)
 		allErrs = append(allErrs, written.check(s.BootstrapKubeconfig, p.Child("bootstrapKubeconfig"))...)
+		// The agent writes its identity key on first use, by default beside
+		// the seed kubeconfig.
+		if key := agentconfigv1alpha1.IdentityKeyOf(s); key != "" {
+			allErrs = append(allErrs, written.check(key, p.Child("identityKey"))...)
+		}
 	}
 	if s := cfg.Sources.Shoot; s != nil {
 		p := srcPath.Child("shoot")
@@ -170,29 +175,37 @@ func staticSectionRequired(s *agentconfigv1alpha1.StaticSource, controller strin
 // and that no two rules of a list end on one interface.
 func validateNetworkIDs(cfg *agentconfigv1alpha1.Config, spec *fwv1alpha1.FirewallTrafficSpec, fldPath *field.Path) field.ErrorList {
 	var allErrs field.ErrorList
-	check := func(list string, i int, id, iface string, seen sets.Set[string]) {
+	// seen maps each interface with a rule to whether that rule named it by
+	// network; two rules naming one interface directly are the API
+	// validation's to report, every other pair is reported here, in any order.
+	check := func(list string, i int, id, iface string, seen map[string]bool) {
 		p := fldPath.Child(list).Index(i)
-		if id != "" {
+		byNetwork := id != ""
+		if byNetwork {
 			resolved, ok := cfg.InterfaceOf(id)
 			if !ok {
 				allErrs = append(allErrs, fielderrors.Invalid(p.Child("networkID"), id, "no interface for this network: add it to networks"))
 				return
 			}
-			if iface == "" && seen.Has(resolved) {
-				allErrs = append(allErrs, fielderrors.Invalid(p.Child("networkID"), id, fmt.Sprintf("its interface %q has a rule already", resolved)))
-			}
 			iface = resolved
 		}
-		seen.Insert(iface)
+		if earlierByNetwork, ok := seen[iface]; ok && (byNetwork || earlierByNetwork) {
+			fld, value := p.Child("interface"), iface
+			if byNetwork {
+				fld, value = p.Child("networkID"), id
+			}
+			allErrs = append(allErrs, fielderrors.Invalid(fld, value, fmt.Sprintf("its interface %q has a rule already", iface)))
+		}
+		seen[iface] = seen[iface] || byNetwork
 	}
 	if len(spec.EgressRules) <= validation.MaxEgressRules {
-		seen := sets.New[string]()
+		seen := map[string]bool{}
 		for i, r := range spec.EgressRules {
 			check("egressRules", i, r.NetworkID, r.Interface, seen)
 		}
 	}
 	if len(spec.RateLimits) <= validation.MaxRateLimits {
-		seen := sets.New[string]()
+		seen := map[string]bool{}
 		for i, r := range spec.RateLimits {
 			check("rateLimits", i, r.NetworkID, r.Interface, seen)
 		}

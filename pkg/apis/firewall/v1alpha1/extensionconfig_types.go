@@ -23,10 +23,12 @@ type FirewallExtensionConfig struct {
 
 	FirewallTrafficSpec `json:",inline"`
 
-	// AgentVersion is the firewall-agent version to run.
+	// AgentVersion is a firewall-agent version, copied into the Firewall's
+	// spec. Nothing acts on it yet (the agent's self-update is issue #19).
 	// +optional
 	AgentVersion string `json:"agentVersion,omitempty"`
-	// AgentURL is where the machine downloads the agent from.
+	// AgentURL is an http(s) URL of a firewall-agent binary, copied into the
+	// Firewall's spec. Nothing downloads from it yet (issue #19).
 	// +optional
 	AgentURL string `json:"agentURL,omitempty"`
 	// Strategy is RollingUpdate (default) or Recreate.

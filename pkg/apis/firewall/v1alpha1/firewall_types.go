@@ -40,10 +40,12 @@ type FirewallSpec struct {
 
 	FirewallTrafficSpec `json:",inline"`
 
-	// AgentVersion is the firewall-agent version the machine runs.
+	// AgentVersion is a firewall-agent version. It is stored, not acted on:
+	// nothing installs or switches the agent from it yet (issue #19).
 	// +optional
 	AgentVersion string `json:"agentVersion,omitempty"`
-	// AgentURL is where the machine downloads that agent version from.
+	// AgentURL is an http(s) URL of that agent version's binary. It is
+	// stored, not acted on: nothing downloads from it yet (issue #19).
 	// +optional
 	AgentURL string `json:"agentURL,omitempty"`
 	// SSHPublicKeys are authorized for the machine's admin user.
@@ -170,7 +172,9 @@ type AgentStatus struct {
 	// Version is the agent's version.
 	// +optional
 	Version string `json:"version,omitempty"`
-	// LastRunAgainstSeed is when the agent last applied rules it read from the seed.
+	// LastRunAgainstSeed is the agent's last heartbeat: set each time it has
+	// read its Firewall from the seed (every sync), whether or not the apply
+	// that followed succeeded (see Message).
 	// +optional
 	LastRunAgainstSeed *metav1.Time `json:"lastRunAgainstSeed,omitempty"`
 	// LastRunAgainstShoot is when the agent last applied rules it read from the shoot.

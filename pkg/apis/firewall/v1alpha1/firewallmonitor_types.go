@@ -70,7 +70,8 @@ type FirewallMonitorStatus struct {
 
 // RuleCounter is the counter of one rule of the agent's ruleset.
 type RuleCounter struct {
-	// Name is the rule's comment in the ruleset, e.g. "egress-allow" or "drop".
+	// Name is the rule's ID in the ruleset, e.g. "egress-exact-v4", "drop" or
+	// "ratelimit:eth1"; rules that share an ID (the shards) count together.
 	Name string `json:"name"`
 	// Packets is the number of packets the rule matched.
 	Packets uint64 `json:"packets"`

@@ -410,6 +410,6 @@ type unsafeBootIdentityError struct {
 }
 
 func (e *unsafeBootIdentityError) Error() string {
-	return fmt.Sprintf("refusing to mint a boot token: in this seed, %s may %s; remove the RBAC that grants it to system:serviceaccounts or system:serviceaccounts:%s",
+	return fmt.Sprintf("refusing to mint a boot token: in this seed, %s may %s; remove the RBAC that grants it to system:serviceaccounts, system:serviceaccounts:%s or system:authenticated",
 		e.user, strings.Join(e.held, ", "), e.namespace)
 }
