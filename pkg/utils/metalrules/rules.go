@@ -5,13 +5,13 @@ package metalrules
 
 import (
 	"fmt"
-	"net/netip"
 	"slices"
 	"strings"
 
 	"github.com/metal-stack/metal-go/api/models"
 
 	fwv1alpha1 "github.com/metal-firewall/gardener-extension-firewall/pkg/apis/firewall/v1alpha1"
+	"github.com/metal-firewall/gardener-extension-firewall/pkg/utils/cidr"
 )
 
 // Protocols the metal-api's rules know; an empty protocol is TCP there.
@@ -77,14 +77,14 @@ func group(blocks []fwv1alpha1.IPBlock, ports []fwv1alpha1.PolicyPort) ([]ruleGr
 		if len(b.Except) > 0 {
 			return nil, fmt.Errorf("cidr %s: the metal-api's rules hold no exceptions", b.CIDR)
 		}
-		p, err := netip.ParsePrefix(b.CIDR)
+		p, err := cidr.Parse(b.CIDR)
 		if err != nil {
 			return nil, fmt.Errorf("cidr %q: %w", b.CIDR, err)
 		}
 		if p.Addr().Is4() {
-			v4 = append(v4, p.Masked().String())
+			v4 = append(v4, p.String())
 		} else {
-			v6 = append(v6, p.Masked().String())
+			v6 = append(v6, p.String())
 		}
 	}
 	var out []ruleGroup
