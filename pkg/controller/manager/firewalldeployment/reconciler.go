@@ -34,8 +34,8 @@ const Finalizer = firewallv1alpha1.GroupName + "/firewallsets"
 type Reconciler struct {
 	// Workers is how many objects are reconciled at once; 1 when 0.
 	Workers int
-	Client client.Client
-	Clock  clock.Clock
+	Client  client.Client
+	Clock   clock.Clock
 	// ProgressDeadline is how long a new set may take to become Ready before
 	// the rollout is reported as failed; the old set stays meanwhile.
 	ProgressDeadline time.Duration

@@ -40,7 +40,7 @@ const provisioningPoll = 10 * time.Second
 // Reconciler reconciles Firewalls.
 type Reconciler struct {
 	// Workers is how many objects are reconciled at once; 1 when 0.
-	Workers int
+	Workers  int
 	Client   client.Client
 	Provider machine.Provider
 	Clock    clock.Clock

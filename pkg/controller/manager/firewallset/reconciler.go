@@ -38,8 +38,8 @@ const Finalizer = firewallv1alpha1.GroupName + "/firewalls"
 type Reconciler struct {
 	// Workers is how many objects are reconciled at once; 1 when 0.
 	Workers int
-	Client client.Client
-	Clock  clock.Clock
+	Client  client.Client
+	Clock   clock.Clock
 	// HealthTimeout is how long a Firewall may take to become Ready before
 	// it counts as unhealthy.
 	HealthTimeout time.Duration
