@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"time"
 
 	"github.com/metal-stack/metal-go/api/client"
 	"github.com/metal-stack/metal-go/api/client/firewall"
@@ -60,12 +61,6 @@ var _ = Describe("metal-api test server", func() {
 		edit = newClient(server.URL, "Metal-Edit", metalapi.EditKey)
 	})
 
-	// Every spec but the planted ones: what was sent and answered is the spec's.
-	noViolations := func() {
-		GinkgoHelper()
-		Expect(server.Violations()).To(BeEmpty())
-	}
-
 	It("allocates a firewall in one call, adds the underlay, finds it by ID and by tags, and frees it", func(ctx SpecContext) {
 		resp, err := edit.Firewall.AllocateFirewall(firewall.NewAllocateFirewallParamsWithContext(ctx).WithBody(allocation(nil)), nil)
 		Expect(err).NotTo(HaveOccurred())
@@ -92,12 +87,18 @@ var _ = Describe("metal-api test server", func() {
 		Expect(err).NotTo(HaveOccurred())
 		Expect(none.Payload).To(BeEmpty())
 
+		_, ever := server.FreedAt(*fw.ID)
+		Expect(ever).To(BeFalse())
+		before := time.Now()
 		_, err = edit.Machine.FreeMachine(metalmachine.NewFreeMachineParamsWithContext(ctx).WithID(*fw.ID), nil)
 		Expect(err).NotTo(HaveOccurred())
 		Expect(server.Allocated()).To(BeEmpty())
+		freed, ever := server.FreedAt(*fw.ID)
+		Expect(ever).To(BeTrue())
+		Expect(freed).To(BeTemporally(">=", before))
 		_, err = edit.Firewall.FindFirewall(firewall.NewFindFirewallParamsWithContext(ctx).WithID(*fw.ID), nil)
 		Expect(metalclient.Wrap("finding", err)).To(MatchError(ContainSubstring("404 Not Found: machine is not a firewall")))
-		noViolations()
+		server.ExpectNoViolations()
 	})
 
 	DescribeTable("refuses allocations with the metal-api's status codes and messages",
@@ -108,7 +109,7 @@ var _ = Describe("metal-api test server", func() {
 			Expect(err).To(MatchError(ContainSubstring(message)))
 			Expect(metalclient.Definite(err)).To(BeTrue())
 			Expect(server.Allocated()).To(BeEmpty())
-			noViolations()
+			server.ExpectNoViolations()
 		},
 		Entry("unknown size", func(r *models.V1FirewallCreateRequest) { r.Sizeid = ptr.To("huge") }, 400, `size:huge not found`),
 		Entry("unknown image", func(r *models.V1FirewallCreateRequest) { r.Imageid = ptr.To("windows") }, 400, `no image with id "windows" found`),
@@ -132,7 +133,7 @@ var _ = Describe("metal-api test server", func() {
 		Expect(metalclient.StatusCode(err)).To(Equal(http.StatusUnprocessableEntity))
 		Expect(err).To(MatchError(ContainSubstring("no machine available")))
 		Expect(server.Allocated()).To(HaveLen(10))
-		noViolations()
+		server.ExpectNoViolations()
 	})
 
 	Describe("authentication, as metal-stack's security package and metal-lib's UserAuth do it", func() {
@@ -159,7 +160,7 @@ var _ = Describe("metal-api test server", func() {
 			Expect(metalclient.StatusCode(err)).To(Equal(http.StatusForbidden))
 			Expect(err).To(MatchError(ContainSubstring("you are not member in one of")))
 			Expect(server.Allocated()).To(BeEmpty())
-			noViolations()
+			server.ExpectNoViolations()
 		})
 	})
 
@@ -202,10 +203,10 @@ var _ = Describe("metal-api test server", func() {
 			Expect(err).NotTo(HaveOccurred())
 			_, err = edit.Firewall.AllocateFirewall(firewall.NewAllocateFirewallParamsWithContext(ctx).WithBody(allocation(func(r *models.V1FirewallCreateRequest) { r.SSHPubKeys, r.Tags = nil, nil })), nil)
 			Expect(err).NotTo(HaveOccurred())
-			noViolations()
+			server.ExpectNoViolations()
 		})
 
-		It("records a request that violates the spec (planted: sizeid is a number)", func(ctx SpecContext) {
+		It("fails the spec for a request that violates the spec (planted: sizeid is a number)", func(ctx SpecContext) {
 			req, err := http.NewRequestWithContext(ctx, http.MethodPost, server.URL+"/v1/firewall/allocate",
 				strings.NewReader(`{"sizeid":42,"imageid":"i","partitionid":"p","projectid":"p1","ssh_pub_keys":[],"networks":[]}`))
 			Expect(err).NotTo(HaveOccurred())
@@ -213,16 +214,17 @@ var _ = Describe("metal-api test server", func() {
 			resp, err := http.DefaultClient.Do(req)
 			Expect(err).NotTo(HaveOccurred())
 			_ = resp.Body.Close()
-			Expect(server.Violations()).To(ContainElement(And(ContainSubstring("allocateFirewall"), ContainSubstring("sizeid"))))
+			failures := InterceptGomegaFailures(server.ExpectNoViolations)
+			Expect(failures).To(ConsistOf(And(ContainSubstring("allocateFirewall"), ContainSubstring("sizeid"))), "the check every suite runs fails")
 		})
 
-		It("records a call of an operation the spec does not have", func(ctx SpecContext) {
+		It("fails the spec for a call of an operation the spec does not have", func(ctx SpecContext) {
 			req, err := http.NewRequestWithContext(ctx, http.MethodPut, server.URL+"/v1/firewall/allocate", nil)
 			Expect(err).NotTo(HaveOccurred())
 			resp, err := http.DefaultClient.Do(req)
 			Expect(err).NotTo(HaveOccurred())
 			_ = resp.Body.Close()
-			Expect(server.Violations()).To(ContainElement(ContainSubstring("no such operation")))
+			Expect(InterceptGomegaFailures(server.ExpectNoViolations)).To(ConsistOf(ContainSubstring("no such operation")))
 		})
 	})
 })

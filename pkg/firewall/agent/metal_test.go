@@ -40,7 +40,7 @@ var _ = Describe("Agent with sources.metal", func() {
 		Expect(err).NotTo(HaveOccurred())
 		DeferCleanup(func() {
 			server.Close()
-			Expect(server.Violations()).To(BeEmpty())
+			server.ExpectNoViolations()
 		})
 		edit, err := metalclient.New(metalclient.Options{URL: server.URL, AuthType: metalclient.AuthTypeEdit, Key: metalclient.StaticKey(metalapi.EditKey)})
 		Expect(err).NotTo(HaveOccurred())

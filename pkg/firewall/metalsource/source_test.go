@@ -42,7 +42,7 @@ var _ = Describe("Source", func() {
 		Expect(err).NotTo(HaveOccurred())
 		DeferCleanup(func() {
 			server.Close()
-			Expect(server.Violations()).To(BeEmpty())
+			server.ExpectNoViolations()
 		})
 		src = &metalsource.Source{Config: agentconfigv1alpha1.MetalSource{URL: server.URL, HMAC: metalapi.ViewKey, ProjectID: project}, Name: "fw-a",
 			Log: slog.New(slog.NewTextHandler(GinkgoWriter, nil))}

@@ -49,7 +49,7 @@ func startServer(opts metalapi.Options) *metalapi.Server {
 	Expect(err).NotTo(HaveOccurred())
 	DeferCleanup(func() {
 		server.Close()
-		Expect(server.Violations()).To(BeEmpty(), "every request and answer must be the spec's")
+		server.ExpectNoViolations()
 	})
 	return server
 }
