@@ -10,6 +10,9 @@ import (
 	"github.com/metal-stack/metal-lib/httperrors"
 )
 
+// eventReclaim is the provisioning event of a freed machine.
+const eventReclaim = "Machine Reclaim"
+
 func (s *Server) machineService() *restful.WebService {
 	ws := new(restful.WebService)
 	ws.Path("/v1/machine").Consumes(restful.MIME_JSON).Produces(restful.MIME_JSON)
@@ -45,7 +48,7 @@ func (s *Server) freeMachine(req *restful.Request, resp *restful.Response) {
 	m.tags = nil
 	now := time.Now().UTC()
 	m.changed = now
-	m.events = append([]event{{event: "Machine Reclaim", message: "free machine called", time: now}}, m.events...)
+	m.events = append([]event{{event: eventReclaim, message: "free machine called", time: now}}, m.events...)
 	send(resp, http.StatusOK, m.machineResponse())
 }
 

@@ -85,6 +85,7 @@ type Server struct {
 	networks   map[string]*networkRecord
 	allocated  int
 	unanswered int
+	requests   int
 	violations []string
 	nextIP     map[string]int
 	nextASN    int64
@@ -189,6 +190,13 @@ func (s *Server) Unanswered() int {
 	return s.unanswered
 }
 
+// Requests counts the requests the metal-api answered.
+func (s *Server) Requests() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.requests
+}
+
 // Allocated lists the IDs of the machines allocated now, sorted.
 func (s *Server) Allocated() []string {
 	s.mu.Lock()
@@ -203,6 +211,20 @@ func (s *Server) Allocated() []string {
 	return ids
 }
 
+// FreedAt is when the machine was last freed, if it ever was.
+func (s *Server) FreedAt(id string) (time.Time, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if m, ok := s.machines[id]; ok {
+		for _, e := range m.events {
+			if e.event == eventReclaim {
+				return e.time, true
+			}
+		}
+	}
+	return time.Time{}, false
+}
+
 // maxBody bounds what the server reads of a request.
 const maxBody = 16 << 20
 
@@ -214,6 +236,9 @@ func (s *Server) validating(next http.Handler) http.Handler {
 		if s.faults.intercept(w, r) {
 			return
 		}
+		s.mu.Lock()
+		s.requests++
+		s.mu.Unlock()
 		body, err := io.ReadAll(io.LimitReader(r.Body, maxBody))
 		if err != nil {
 			s.violation("%s %s: reading the request: %v", r.Method, r.URL.Path, err)

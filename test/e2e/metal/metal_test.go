@@ -68,7 +68,7 @@ var _ = Describe("Firewall on metal end to end", func() {
 		Expect(err).NotTo(HaveOccurred())
 		DeferCleanup(func() {
 			server.Close()
-			Expect(server.Violations()).To(BeEmpty(), "every request and answer is the spec's")
+			server.ExpectNoViolations()
 		})
 		fwdCtx, stopForward := context.WithCancel(context.Background())
 		DeferCleanup(stopForward)
@@ -220,18 +220,22 @@ var _ = Describe("Firewall on metal end to end", func() {
 				}
 			}
 		}).WithTimeout(time.Minute).WithPolling(100 * time.Millisecond).Should(Succeed())
+		var readySince time.Time
 		Eventually(func(g Gomega) {
 			fws, err := framework.Firewalls(ctx, cB, namespace)
 			g.Expect(err).NotTo(HaveOccurred())
-			var ready bool
+			var ready *metav1.Condition
 			for _, fw := range fws {
 				if fw.Status.MachineStatus != nil && fw.Status.MachineStatus.MachineID == newID {
-					ready = meta.IsStatusConditionTrue(fw.Status.Conditions, firewallv1alpha1.ConditionReady)
+					ready = meta.FindStatusCondition(fw.Status.Conditions, firewallv1alpha1.ConditionReady)
 				}
 			}
-			g.Expect(ready).To(BeTrue(), "the new firewall is Ready")
+			g.Expect(ready).To(HaveField("Status", metav1.ConditionTrue), "the new firewall is Ready")
+			readySince = ready.LastTransitionTime.Time
 			g.Expect(server.Allocated()).To(ConsistOf(newID), "then the old machine is freed")
 		}).WithTimeout(3 * time.Minute).WithPolling(time.Second).Should(Succeed())
+		freed, _ := server.FreedAt(machineID)
+		Expect(readySince).NotTo(BeTemporally(">", freed), "the old machine was freed only after the new firewall was Ready (to the second)")
 		Expect(server.Firewall(newID).Allocation.Image.ID).To(HaveValue(Equal(metalapi.NextImage)))
 		Expect(server.Allocations()).To(Equal(2))
 		Expect(filepath.Join("/var/run/netns", rec.NetNS)).NotTo(BeAnExistingFile(), "the old machine is halted")
