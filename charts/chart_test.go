@@ -154,6 +154,9 @@ var _ = Describe("Chart", func() {
 		Expect(*vol.Secret.DefaultMode).To(Equal(int32(0o440)))
 		Expect(*deployment(objs).Spec.Template.Spec.SecurityContext.FSGroup).To(Equal(*sc.RunAsUser), "the non-root user reads the key through its group")
 		Expect(container(objs).VolumeMounts).To(ContainElement(And(HaveField("Name", "metal-api"), HaveField("MountPath", filepath.Dir(opts.Metal.HMACFile)))))
+		Expect(deployment(objs).Spec.Template.Labels).To(And(
+			HaveKeyWithValue("networking.gardener.cloud/to-public-networks", "allowed"),
+			HaveKeyWithValue("networking.gardener.cloud/to-private-networks", "allowed")), "Gardener's network policies let it reach the metal-api")
 
 		By("the binary starts with what the chart gives it: the flags validate and the provider is set up")
 		Expect(validate(opts)).To(Succeed())
@@ -182,6 +185,7 @@ var _ = Describe("Chart", func() {
 		opts := parsedOptions(objs)
 		Expect(container(objs).VolumeMounts).To(ContainElement(HaveField("MountPath", opts.LocalStateDir)))
 		Expect(args(objs)).NotTo(ContainElement(HavePrefix("--metal-api-")))
+		Expect(deployment(objs).Spec.Template.Labels).NotTo(HaveKey("networking.gardener.cloud/to-public-networks"), "no metal-api to reach")
 	})
 
 	It("binds its ServiceAccount, whose token Gardener projects", func() {
