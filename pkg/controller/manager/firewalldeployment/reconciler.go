@@ -173,11 +173,13 @@ func (r *Reconciler) createSet(ctx context.Context, d *firewallv1alpha1.Firewall
 		if !apierrors.IsAlreadyExists(err) {
 			return nil, fmt.Errorf("creating FirewallSet %s: %w", set.Name, err)
 		}
+		// Created before; this reconcile saw a stale cache.
 		if err := r.Client.Get(ctx, client.ObjectKeyFromObject(set), set); err != nil {
 			return nil, err
 		}
+	} else {
+		log.FromContext(ctx).Info("Created FirewallSet", "firewallset", set.Name, "revision", revision)
 	}
-	log.FromContext(ctx).Info("Created FirewallSet", "firewallset", set.Name, "revision", revision)
 	return set, nil
 }
 

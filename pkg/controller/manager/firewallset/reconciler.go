@@ -184,10 +184,14 @@ func (r *Reconciler) create(ctx context.Context, set *firewallv1alpha1.FirewallS
 		if err := controllerutil.SetControllerReference(set, fw, r.Client.Scheme()); err != nil {
 			return err
 		}
-		if err := r.Client.Create(ctx, fw); err != nil && !apierrors.IsAlreadyExists(err) {
+		switch err := r.Client.Create(ctx, fw); {
+		case apierrors.IsAlreadyExists(err):
+			// Created before; this reconcile saw a stale cache.
+		case err != nil:
 			return fmt.Errorf("creating Firewall %s: %w", name, err)
+		default:
+			log.FromContext(ctx).Info("Created Firewall", "firewall", name)
 		}
-		log.FromContext(ctx).Info("Created Firewall", "firewall", name)
 		count--
 	}
 	return nil
