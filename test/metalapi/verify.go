@@ -3,8 +3,8 @@ package metalapi
 import (
 	"strings"
 
-	. "github.com/onsi/ginkgo/v2"
-	. "github.com/onsi/gomega"
+	"github.com/onsi/ginkgo/v2"
+	"github.com/onsi/gomega"
 )
 
 // ExpectNoViolations fails the running spec with every request and answer
@@ -12,7 +12,7 @@ import (
 // server calls it when it is done with it: a violation is a test failure,
 // whatever the client made of the answer.
 func (s *Server) ExpectNoViolations() {
-	GinkgoHelper()
+	ginkgo.GinkgoHelper()
 	v := s.Violations()
-	Expect(v).To(BeEmpty(), "requests or answers that are not the metal-api spec's:\n%s", strings.Join(v, "\n"))
+	gomega.Expect(v).To(gomega.BeEmpty(), "requests or answers that are not the metal-api spec's:\n%s", strings.Join(v, "\n"))
 }
