@@ -91,15 +91,22 @@ func firewalls(ctx SpecContext, s *seedEnv, namespace string) []firewallv1alpha1
 	return list.Items
 }
 
-// beatAndCountReady plays the agent on every Firewall with a machine and
-// returns the names of the Ready ones.
+// beatAndCountReady plays the agent on every Firewall with a machine, as it
+// reports once its rules are in force (read from seed and shoot, the
+// Firewall's generation applied), and returns the names of the Ready ones.
 func beatAndCountReady(ctx SpecContext, s *seedEnv, namespace string) func() []string {
+	return beatWith(ctx, s, namespace, func(fw *firewallv1alpha1.Firewall) int64 { return fw.Generation })
+}
+
+// beatWith plays the agent reporting the generation applied(fw) in force.
+func beatWith(ctx SpecContext, s *seedEnv, namespace string, applied func(*firewallv1alpha1.Firewall) int64) func() []string {
 	return func() []string {
 		var ready []string
 		for _, fw := range firewalls(ctx, s, namespace) {
 			if fw.Status.MachineStatus != nil {
 				patch := client.MergeFrom(fw.DeepCopy())
-				fw.Status.AgentStatus = &firewallv1alpha1.AgentStatus{LastRunAgainstSeed: &metav1.Time{Time: time.Now()}}
+				now := &metav1.Time{Time: time.Now()}
+				fw.Status.AgentStatus = &firewallv1alpha1.AgentStatus{LastRunAgainstSeed: now, LastRunAgainstShoot: now, AppliedGeneration: applied(&fw)}
 				Expect(client.IgnoreNotFound(s.client.Status().Patch(ctx, &fw, patch))).To(Succeed())
 			}
 			if meta.IsStatusConditionTrue(fw.Status.Conditions, firewallv1alpha1.ConditionReady) {
@@ -155,8 +162,11 @@ var _ = Describe("Extension firewall", func() {
 		createShoot(ctx, seedA, namespace)
 		ex := newExtension(namespace, providerConfig)
 		Expect(seedA.client.Create(ctx, ex)).To(Succeed())
-		Eventually(lastOperation(ctx, seedA, ex)).WithTimeout(time.Minute).Should(MatchRegexp(`^(Create|Reconcile) Succeeded$`), "a retried first reconcile reports Reconcile")
 		Eventually(beatAndCountReady(ctx, seedA, namespace)).WithTimeout(time.Minute).Should(HaveLen(1))
+		Eventually(func() string {
+			beatAndCountReady(ctx, seedA, namespace)()
+			return lastOperation(ctx, seedA, ex)()
+		}).WithTimeout(time.Minute).Should(MatchRegexp(`^(Create|Reconcile) Succeeded$`), "a retried first reconcile reports Reconcile")
 		Eventually(func() gardencorev1beta1.ConditionStatus {
 			Expect(seedA.client.Get(ctx, client.ObjectKeyFromObject(ex), ex)).To(Succeed())
 			for _, c := range ex.Status.Conditions {
@@ -252,7 +262,11 @@ var _ = Describe("Extension firewall", func() {
 			metav1.SetMetaDataAnnotation(&exB.ObjectMeta, v1beta1constants.GardenerOperation, v1beta1constants.GardenerOperationRestore)
 			return seedB.client.Update(ctx, exB)
 		}).Should(Succeed())
-		Eventually(lastOperation(ctx, seedB, exB)).WithTimeout(time.Minute).Should(MatchRegexp(`^(Restore|Reconcile) Succeeded$`))
+		// The restore is done once the firewall's agent reports into seed B.
+		Eventually(func() string {
+			beatAndCountReady(ctx, seedB, namespace)()
+			return lastOperation(ctx, seedB, exB)()
+		}).WithTimeout(time.Minute).Should(MatchRegexp(`^(Restore|Reconcile) Succeeded$`))
 		Expect(exB.Status.State).To(BeNil(), "once restored, the state is cleared: an old one must not pass for a part of the next migration's")
 
 		Eventually(beatAndCountReady(ctx, seedB, namespace)).WithTimeout(time.Minute).Should(Equal([]string{fwA.Name}))
@@ -297,7 +311,10 @@ var _ = Describe("Migrate killed half-way", func() {
 			g.Expect(fws[0].Status.MachineStatus).NotTo(BeNil())
 			machineID = fws[0].Status.MachineStatus.MachineID
 		}).WithTimeout(time.Minute).Should(Succeed())
-		Eventually(lastOperation(ctx, seedA, ex)).WithTimeout(time.Minute).Should(MatchRegexp(`^(Create|Reconcile) Succeeded$`))
+		Eventually(func() string {
+			beatAndCountReady(ctx, seedA, namespace)()
+			return lastOperation(ctx, seedA, ex)()
+		}).WithTimeout(time.Minute).Should(MatchRegexp(`^(Create|Reconcile) Succeeded$`))
 
 		By("the first run saves the state, deletes the Firewall and dies")
 		Expect(seedA.client.Get(ctx, client.ObjectKeyFromObject(ex), ex)).To(Succeed())
