@@ -13,6 +13,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
@@ -136,7 +137,9 @@ func AddToManager(ctx context.Context, mgr manager.Manager, opts *Options, provi
 	if err := firewallmanager.AddToManager(mgr, firewallmanager.Options{
 		Provider:         provider,
 		ProgressDeadline: opts.ProgressDeadline,
+		CreateTimeout:    opts.CreateTimeout,
 		HealthTimeout:    opts.HealthTimeout,
+		MaxReplacements:  opts.MaxReplacements,
 		HeartbeatTimeout: opts.HeartbeatTimeout,
 		Bootstrap: &firewallmachine.Bootstrap{
 			Server: opts.SeedServer, CAData: caData, TokenValidity: opts.BootTokenValidity, Namespace: opts.BootNamespace,
@@ -149,7 +152,13 @@ func AddToManager(ctx context.Context, mgr manager.Manager, opts *Options, provi
 	if err := (&csrapprover.Reconciler{MaxDuration: opts.CSRMaxDuration, BootNamespace: opts.BootNamespace}).AddToManager(mgr); err != nil {
 		return err
 	}
-	if err := firewallcontroller.AddToManagerWithOptions(ctx, mgr, firewallcontroller.AddOptions{IgnoreOperationAnnotation: opts.IgnoreOperationAnnotation, Config: firewallcontroller.Config{BootNamespace: opts.BootNamespace, ShootAccessTokenValidity: opts.ShootAccessTokenValidity}}); err != nil {
+	if err := firewallcontroller.AddToManagerWithOptions(ctx, mgr, firewallcontroller.AddOptions{
+		IgnoreOperationAnnotation: opts.IgnoreOperationAnnotation,
+		Controller:                controller.Options{MaxConcurrentReconciles: opts.FirewallMaxConcurrentReconciles},
+		Config: firewallcontroller.Config{
+			BootNamespace: opts.BootNamespace, ShootAccessTokenValidity: opts.ShootAccessTokenValidity, ReadyTimeout: opts.FirewallReadyTimeout,
+		},
+	}); err != nil {
 		return err
 	}
 	if err := aclcontroller.AddToManagerWithOptions(ctx, mgr, aclcontroller.AddOptions{
