@@ -34,7 +34,7 @@ var _ = Describe("forwarding", func() {
 			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Generation: gen, Labels: setLabels},
 			Spec:       firewallv1alpha1.FirewallSpec{FirewallTrafficSpec: traffic},
 			Status: firewallv1alpha1.FirewallStatus{
-				Conditions: []metav1.Condition{cond(firewallv1alpha1.ConditionReady, true), cond(firewallv1alpha1.ConditionSeedConnected, true), cond(firewallv1alpha1.ConditionConnected, true)},
+				Conditions:  []metav1.Condition{cond(firewallv1alpha1.ConditionReady, true), cond(firewallv1alpha1.ConditionSeedConnected, true), cond(firewallv1alpha1.ConditionConnected, true)},
 				AgentStatus: &firewallv1alpha1.AgentStatus{AppliedGeneration: gen},
 			},
 		}
@@ -78,7 +78,9 @@ var _ = Describe("forwarding", func() {
 		Entry("the set has not passed its template on", func() { sets[0].Status.ObservedGeneration = 3 }, "FirewallSet firewall-abc: generation 4 not yet observed"),
 		Entry("not Ready", func() { meta.SetStatusCondition(&fw.Status.Conditions, cond(firewallv1alpha1.ConditionReady, false)) },
 			"0 of 1 firewalls of FirewallSet firewall-abc forward with their rules", "firewall shoot--p--s/firewall-abc-0: Ready=False (says the manager)"),
-		Entry("the agent does not reach the shoot", func() { meta.SetStatusCondition(&fw.Status.Conditions, cond(firewallv1alpha1.ConditionConnected, false)) },
+		Entry("the agent does not reach the shoot", func() {
+			meta.SetStatusCondition(&fw.Status.Conditions, cond(firewallv1alpha1.ConditionConnected, false))
+		},
 			"firewall shoot--p--s/firewall-abc-0: Connected=False"),
 		Entry("no conditions at all", func() { fw.Status.Conditions = nil },
 			"Ready not reported yet, SeedConnected not reported yet, Connected not reported yet"),

@@ -35,13 +35,18 @@ const providerConfig = `{"size":"c1-xlarge-x86","image":"firewall-ubuntu-3.0","p
 // createShoot creates what gardenlet has for a shoot in a seed: namespace,
 // Cluster and the `gardener` kubeconfig Secret.
 func createShoot(ctx SpecContext, s *seedEnv, namespace string) {
+	createShootWith(ctx, s, namespace, `{"apiVersion":"core.gardener.cloud/v1beta1","kind":"Shoot","metadata":{"name":"s","namespace":"garden-p"}}`)
+}
+
+// createShootWith is createShoot with the Cluster's Shoot.
+func createShootWith(ctx SpecContext, s *seedEnv, namespace, shoot string) {
 	Expect(s.client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace, Labels: map[string]string{"gardener.cloud/role": "shoot"}}})).To(Succeed())
 	Expect(s.client.Create(ctx, &extensionsv1alpha1.Cluster{
 		ObjectMeta: metav1.ObjectMeta{Name: namespace},
 		Spec: extensionsv1alpha1.ClusterSpec{
 			CloudProfile: runtime.RawExtension{Raw: []byte(`{"apiVersion":"core.gardener.cloud/v1beta1","kind":"CloudProfile","metadata":{"name":"local"}}`)},
 			Seed:         &runtime.RawExtension{Raw: []byte(`{"apiVersion":"core.gardener.cloud/v1beta1","kind":"Seed","metadata":{"name":"seed"}}`)},
-			Shoot:        runtime.RawExtension{Raw: []byte(`{"apiVersion":"core.gardener.cloud/v1beta1","kind":"Shoot","metadata":{"name":"s","namespace":"garden-p"}}`)},
+			Shoot:        runtime.RawExtension{Raw: []byte(shoot)},
 		},
 	})).To(Succeed())
 	// The seed stands in for the shoot: only its endpoint is read here.

@@ -122,7 +122,7 @@ var _ = Describe("Extension firewall readiness", func() {
 		Expect(seedA.client.Create(ctx, ex)).To(Succeed())
 		created := time.Now()
 
-		Eventually(lastOperation(ctx, seedA, ex)).Should(Equal("Create Processing"))
+		Eventually(lastOperation(ctx, seedA, ex)).Should(MatchRegexp(`^(Create|Reconcile) Processing$`))
 		Eventually(func() string {
 			_, lastErr := lastOperationOf(ctx, seedA, ex)
 			if lastErr == nil {
@@ -134,8 +134,21 @@ var _ = Describe("Extension firewall readiness", func() {
 			MatchRegexp(`firewall shoot--p--silent/firewall-[0-9a-f]+-0: Ready=False \(no agent heartbeat within 3m0s\), SeedConnected=False \(no agent report within 3m0s\), Connected=False`),
 			ContainSubstring("no agent status")))
 		Expect(time.Since(created)).To(BeNumerically(">=", readyTimeout), "not before the timeout")
+		// The error stays in lastError, where gardenlet reads it, while the
+		// controller's next try (after its back-off) is Processing again.
 		op, _ := lastOperationOf(ctx, seedA, ex)
-		Expect(op.State).To(Equal(gardencorev1beta1.LastOperationStateError))
+		Expect(op.State).To(BeElementOf(gardencorev1beta1.LastOperationStateError, gardencorev1beta1.LastOperationStateProcessing))
+	})
+
+	It("does not wait while the shoot hibernates: no node needs the firewall, and the agent cannot reach the shoot", func(ctx SpecContext) {
+		namespace := "shoot--p--asleep"
+		createShootWith(ctx, seedA, namespace, `{"apiVersion":"core.gardener.cloud/v1beta1","kind":"Shoot","metadata":{"name":"s","namespace":"garden-p"},"spec":{"hibernation":{"enabled":true}}}`)
+		ex := newExtension(namespace, providerConfig)
+		Expect(seedA.client.Create(ctx, ex)).To(Succeed())
+		Eventually(lastOperation(ctx, seedA, ex)).Should(MatchRegexp(`^(Create|Reconcile) Succeeded$`))
+		for _, fw := range firewalls(ctx, seedA, namespace) {
+			Expect(fw.Status.AgentStatus).To(BeNil(), "no agent has reported")
+		}
 	})
 
 	It("gives way to a migration requested while it waits", func(ctx SpecContext) {
