@@ -11,7 +11,6 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/constants"
-	firewallcontroller "github.com/metal-firewall/gardener-extension-firewall/pkg/controller/firewall"
 )
 
 // Name is the name of the ControllerRegistration, the ControllerDeployment and the operator's
@@ -53,7 +52,7 @@ func Resources() []gardencorev1beta1.ControllerResource {
 
 // FirewallReconcileTimeout is how long gardenlet waits for the firewall Extension: the default
 // --firewall-ready-timeout and a minute. An operator who raises the flag raises this with it.
-const FirewallReconcileTimeout = firewallcontroller.DefaultReadyTimeout + time.Minute
+const FirewallReconcileTimeout = constants.FirewallReadyTimeout + time.Minute
 
 // Values are the chart values given in the registration. None: the one value without a default
 // (seedAPIServer) differs per landscape, and a made-up URL would be worse than gardenlet's

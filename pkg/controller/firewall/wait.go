@@ -22,7 +22,7 @@ import (
 // ControllerRegistration's reconcileTimeout (how long gardenlet waits for the
 // Extension) is a minute longer, so that gardenlet reports this extension's
 // error, which names what is missing, rather than a bare timeout of its own.
-const DefaultReadyTimeout = 15 * time.Minute
+const DefaultReadyTimeout = constants.FirewallReadyTimeout
 
 // DefaultReadyPollInterval is how often the wait looks at the firewalls
 // (through the cache): as often as gardenlet looks at the Extension.
