@@ -7,6 +7,8 @@
 package constants
 
 import (
+	"time"
+
 	firewallv1alpha1 "github.com/metal-firewall/gardener-extension-firewall/pkg/apis/firewall/v1alpha1"
 )
 
@@ -17,6 +19,12 @@ const (
 	// ACLExtensionType restricts access to the shoot's kube-apiserver.
 	ACLExtensionType = "acl"
 )
+
+// FirewallReadyTimeout is how long, by default, a `firewall` Extension's
+// reconcile waits for the firewall to forward with its rules. The
+// registration asks gardenlet to wait a minute longer (reconcileTimeout), so
+// that the shoot shows the extension's error, which names what is missing.
+const FirewallReadyTimeout = 15 * time.Minute
 
 // Names of the `firewall` extension in the seed and in the shoot.
 const (

@@ -85,10 +85,10 @@ func (d *demo) migrate(ctx context.Context) error {
 
 	d.n.say("Restoring in seed B as gardenlet does: the Extensions created with wait-for-state, their saved state written, then gardener.cloud/operation=restore")
 	d.owner = d.seedB
-	// The agent may reach seed B before the restore is reported done: its
-	// Firewall exists in B as soon as the restore starts.
+	// The firewall's restore is reported done only once its agent has reached
+	// seed B and reports its rules in force there.
 	restoring := time.Now()
-	if d.firewall, err = framework.Restore(ctx, d.seedB.c, d.firewall, fwState, time.Minute); err != nil {
+	if d.firewall, err = framework.Restore(ctx, d.seedB.c, d.firewall, fwState, 3*time.Minute); err != nil {
 		return err
 	}
 	if d.acl, err = framework.Restore(ctx, d.seedB.c, d.acl, aclState, time.Minute); err != nil {

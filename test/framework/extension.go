@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
 	"sigs.k8s.io/controller-runtime/pkg/config"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
@@ -89,7 +90,11 @@ func addControllers(ctx context.Context, mgr manager.Manager, seed, shoot *teste
 	if err := client.IgnoreAlreadyExists(direct.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: BootNamespace}})); err != nil {
 		return err
 	}
-	if err := firewallcontroller.AddToManagerWithOptions(ctx, mgr, firewallcontroller.AddOptions{Config: firewallcontroller.Config{BootNamespace: BootNamespace}}); err != nil {
+	// As the binary: each firewall Extension holds a worker while it waits for its firewall.
+	if err := firewallcontroller.AddToManagerWithOptions(ctx, mgr, firewallcontroller.AddOptions{
+		Controller: controller.Options{MaxConcurrentReconciles: 10},
+		Config:     firewallcontroller.Config{BootNamespace: BootNamespace},
+	}); err != nil {
 		return err
 	}
 	if err := (&csrapprover.Reconciler{BootNamespace: BootNamespace}).AddToManager(mgr); err != nil {

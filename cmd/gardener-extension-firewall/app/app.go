@@ -130,7 +130,9 @@ func AddToManager(ctx context.Context, mgr manager.Manager, opts *Options, provi
 	if err := firewallmanager.AddToManager(mgr, firewallmanager.Options{
 		Provider:         provider,
 		ProgressDeadline: opts.ProgressDeadline,
+		CreateTimeout:    opts.CreateTimeout,
 		HealthTimeout:    opts.HealthTimeout,
+		MaxReplacements:  opts.MaxReplacements,
 		HeartbeatTimeout: opts.HeartbeatTimeout,
 		Workers:          opts.Workers,
 		Bootstrap: &firewallmachine.Bootstrap{
@@ -146,8 +148,10 @@ func AddToManager(ctx context.Context, mgr manager.Manager, opts *Options, provi
 	}
 	if err := firewallcontroller.AddToManagerWithOptions(ctx, mgr, firewallcontroller.AddOptions{
 		IgnoreOperationAnnotation: opts.IgnoreOperationAnnotation,
-		Config:                    firewallcontroller.Config{BootNamespace: opts.BootNamespace, ShootAccessTokenValidity: opts.ShootAccessTokenValidity},
-		Controller:                controller.Options{MaxConcurrentReconciles: opts.Workers},
+		Controller:                controller.Options{MaxConcurrentReconciles: opts.FirewallMaxConcurrentReconciles},
+		Config: firewallcontroller.Config{
+			BootNamespace: opts.BootNamespace, ShootAccessTokenValidity: opts.ShootAccessTokenValidity, ReadyTimeout: opts.FirewallReadyTimeout,
+		},
 	}); err != nil {
 		return err
 	}

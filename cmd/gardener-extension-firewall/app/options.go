@@ -39,7 +39,9 @@ type Options struct {
 	LocalInternalNS   string
 	LocalExternalNS   string
 	ProgressDeadline  time.Duration
+	CreateTimeout     time.Duration
 	HealthTimeout     time.Duration
+	MaxReplacements   int32
 	HeartbeatTimeout  time.Duration
 	CSRMaxDuration    time.Duration
 	BootTokenValidity time.Duration
@@ -47,6 +49,10 @@ type Options struct {
 	BootNamespace string
 	// ShootAccessTokenValidity is the life of the agent's shoot token.
 	ShootAccessTokenValidity time.Duration
+	// FirewallReadyTimeout is how long a firewall Extension's reconcile waits for the firewall
+	// to forward with its rules; FirewallMaxConcurrentReconciles how many shoots may wait at once.
+	FirewallReadyTimeout            time.Duration
+	FirewallMaxConcurrentReconciles int
 
 	// ACL is the operator's configuration of the acl extension.
 	ACL            aclcontroller.Config
@@ -78,7 +84,11 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.LocalInternalNS, "local-internal-netns", "fw-internal", "local provider: network namespace behind the firewalls (the shoot's nodes)")
 	fs.StringVar(&o.LocalExternalNS, "local-external-netns", "fw-external", "local provider: network namespace in front of the firewalls (the internet)")
 	fs.DurationVar(&o.ProgressDeadline, "progress-deadline", firewallmanager.DefaultProgressDeadline, "how long a new FirewallSet may take to become Ready")
-	fs.DurationVar(&o.HealthTimeout, "health-timeout", firewallmanager.DefaultHealthTimeout, "how long a Firewall may take to become Ready before it counts as unhealthy")
+	fs.DurationVar(&o.CreateTimeout, "create-timeout", firewallmanager.DefaultCreateTimeout, "how long a new Firewall whose agent never reported may take to become Ready before it is replaced (a shoot's providerConfig createTimeout overrides it)")
+	fs.DurationVar(&o.HealthTimeout, "health-timeout", firewallmanager.DefaultHealthTimeout, "how long a Firewall whose agent has reported may stay not Ready before it is replaced (a shoot's providerConfig healthTimeout overrides it)")
+	fs.Int32Var(&o.MaxReplacements, "max-replacements", firewallmanager.DefaultMaxReplacements, "how many Firewalls a FirewallSet creates in place of failed ones before it stops and reports; 0 replaces none")
+	fs.DurationVar(&o.FirewallReadyTimeout, "firewall-ready-timeout", firewallcontroller.DefaultReadyTimeout, "how long a firewall Extension's reconcile waits for the firewall to forward with its rules before it reports what is missing; keep the registration's reconcileTimeout above it")
+	fs.IntVar(&o.FirewallMaxConcurrentReconciles, "firewall-max-concurrent-reconciles", 10, "firewall Extensions reconciled at once; each holds a worker while it waits for its firewall")
 	fs.DurationVar(&o.HeartbeatTimeout, "heartbeat-timeout", firewallmanager.DefaultHeartbeatTimeout, "how old an agent's last report may be for its Firewall to count as connected")
 	fs.DurationVar(&o.CSRMaxDuration, "csr-max-duration", csrapprover.DefaultMaxDuration, "longest certificate validity an agent may ask for; at least the 12h the agent asks for")
 	fs.DurationVar(&o.BootTokenValidity, "boot-token-validity", time.Hour, "life of a firewall's boot token, its first credential (10m to 1h)")
@@ -120,6 +130,17 @@ func (o *Options) Validate() error {
 	}
 	if o.ShootAccessTokenValidity < 10*time.Minute || o.ShootAccessTokenValidity > 24*time.Hour {
 		errs = append(errs, fmt.Errorf("--shoot-access-token-validity %s must be within [10m, 24h]", o.ShootAccessTokenValidity))
+	}
+	for name, d := range map[string]time.Duration{"--create-timeout": o.CreateTimeout, "--health-timeout": o.HealthTimeout, "--firewall-ready-timeout": o.FirewallReadyTimeout} {
+		if d <= 0 {
+			errs = append(errs, fmt.Errorf("%s %s must be positive", name, d))
+		}
+	}
+	if o.MaxReplacements < 0 {
+		errs = append(errs, fmt.Errorf("--max-replacements %d must not be negative", o.MaxReplacements))
+	}
+	if o.FirewallMaxConcurrentReconciles < 1 {
+		errs = append(errs, fmt.Errorf("--firewall-max-concurrent-reconciles %d must be at least 1", o.FirewallMaxConcurrentReconciles))
 	}
 	if o.BootNamespace == "" {
 		errs = append(errs, errors.New("--boot-namespace is required: the firewalls' boot ServiceAccounts live there"))

@@ -81,6 +81,21 @@ var _ = Describe("Options", func() {
 		})
 	})
 
+	It("refuses timeouts, replacements and workers that cannot work", func() {
+		err := parse("--create-timeout=0s", "--health-timeout=-1m", "--firewall-ready-timeout=0s", "--max-replacements=-1", "--firewall-max-concurrent-reconciles=0").Validate()
+		Expect(err).To(MatchError(And(
+			ContainSubstring("--create-timeout 0s must be positive"),
+			ContainSubstring("--health-timeout -1m0s must be positive"),
+			ContainSubstring("--firewall-ready-timeout 0s must be positive"),
+			ContainSubstring("--max-replacements -1 must not be negative"),
+			ContainSubstring("--firewall-max-concurrent-reconciles 0 must be at least 1"),
+		)))
+		defaults := parse()
+		Expect(defaults.CreateTimeout.String()).To(Equal("20m0s"))
+		Expect(defaults.MaxReplacements).To(BeEquivalentTo(3))
+		Expect(defaults.FirewallReadyTimeout.String()).To(Equal("15m0s"))
+	})
+
 	It("refuses a managed webhook certificate without a folder to write it to", func() {
 		Expect(parse("--webhook-config-namespace=extension-firewall").Validate()).To(MatchError(
 			ContainSubstring("--webhook-config-namespace needs --webhook-cert-dir")))

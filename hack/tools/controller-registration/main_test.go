@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"testing/fstest"
+	"time"
 
 	gardencoreinstall "github.com/gardener/gardener/pkg/apis/core/install"
 	gardencorev1 "github.com/gardener/gardener/pkg/apis/core/v1"
@@ -19,6 +20,7 @@ import (
 	"github.com/gardener/gardener/pkg/chartrenderer"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	"k8s.io/apimachinery/pkg/version"
@@ -155,9 +157,11 @@ var _ = Describe("example/controller-registration.yaml", func() {
 		Expect(registration.Spec.Resources).To(ConsistOf(
 			And(HaveField("Kind", "Extension"), HaveField("Type", "firewall"),
 				HaveField("Lifecycle", Equal(&gardencorev1beta1.ControllerResourceLifecycle{Reconcile: &after, Delete: &before, Migrate: &before})),
+				HaveField("ReconcileTimeout", Equal(&metav1.Duration{Duration: 16 * time.Minute})),
 				HaveField("WorkerlessSupported", HaveValue(BeFalse()))),
 			And(HaveField("Kind", "Extension"), HaveField("Type", "acl"),
 				HaveField("Lifecycle", Equal(&gardencorev1beta1.ControllerResourceLifecycle{Reconcile: &before, Delete: &after, Migrate: &after})),
+				HaveField("ReconcileTimeout", BeNil()),
 				HaveField("WorkerlessSupported", HaveValue(BeTrue()))),
 		))
 	})

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"time"
+
 	gardencorev1 "github.com/gardener/gardener/pkg/apis/core/v1"
 	gardencorev1beta1 "github.com/gardener/gardener/pkg/apis/core/v1beta1"
 	operatorv1alpha1 "github.com/gardener/gardener/pkg/apis/operator/v1alpha1"
@@ -24,6 +26,9 @@ const Name = "extension-firewall"
 // Deleted and migrated before the kube-apiserver: gardenlet does that after the workers are gone
 // (deletion) and the firewall work needs the seed only; a deleted firewall must be gone before
 // the Infrastructure (its networks) is deleted. Not for workerless shoots: no nodes, no egress.
+// Its reconcile returns only once the firewall forwards with its rules (up to
+// --firewall-ready-timeout); gardenlet waits reconcileTimeout for it, a minute longer, so that
+// the shoot reports the extension's own error, which names what is missing.
 //
 // acl: reconciled before the kube-apiserver, so that the policy is in place before the
 // kube-apiserver is reachable through the Istio gateway; deleted and migrated after it, so that
@@ -34,6 +39,7 @@ func Resources() []gardencorev1beta1.ControllerResource {
 		{
 			Kind: "Extension", Type: constants.FirewallExtensionType,
 			Lifecycle:           &gardencorev1beta1.ControllerResourceLifecycle{Reconcile: &after, Delete: &before, Migrate: &before},
+			ReconcileTimeout:    &metav1.Duration{Duration: FirewallReconcileTimeout},
 			WorkerlessSupported: ptr.To(false),
 		},
 		{
@@ -43,6 +49,10 @@ func Resources() []gardencorev1beta1.ControllerResource {
 		},
 	}
 }
+
+// FirewallReconcileTimeout is how long gardenlet waits for the firewall Extension: the default
+// --firewall-ready-timeout and a minute. An operator who raises the flag raises this with it.
+const FirewallReconcileTimeout = constants.FirewallReadyTimeout + time.Minute
 
 // Values are the chart values given in the registration. None: the one value without a default
 // (seedAPIServer) differs per landscape, and a made-up URL would be worse than gardenlet's

@@ -45,6 +45,10 @@ var _ = Describe("ValidateFirewallExtensions", func() {
 		Entry("a newline in size", strings.Replace(valid, "c1-xlarge-x86", `c1\nx`, 1), `spec.extensions[0].providerConfig.size: Invalid value: "c1\nx"`),
 		Entry("10,000 internal prefixes", valid[:len(valid)-1]+`,"internalPrefixes":[`+strings.Repeat(`"10.0.0.0/8",`, 9999)+`"10.0.0.0/8"]}`,
 			"spec.extensions[0].providerConfig.internalPrefixes: Too many: 10000"),
+		Entry("a create timeout shorter than a minute", valid[:len(valid)-1]+`,"createTimeout":"10s"}`,
+			`spec.extensions[0].providerConfig.createTimeout: Invalid value: "10s": must be within [1m0s, 24h0m0s]`),
+		Entry("a health timeout that is no duration", valid[:len(valid)-1]+`,"healthTimeout":"soon"}`,
+			`spec.extensions[0].providerConfig.healthTimeout: Invalid value: "soon": must be a duration`),
 		Entry("1 MB of unknown fields", valid[:len(valid)-1]+strings.Repeat(`,"x`+strings.Repeat("y", 1000)+`":1`, 1000)+`}`,
 			"spec.extensions[0].providerConfig: Too long"),
 	)

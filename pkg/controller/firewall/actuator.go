@@ -41,6 +41,11 @@ type Config struct {
 	// ShootAccessTokenValidity is the life of the agent's shoot token, which
 	// Gardener's TokenRequestor renews at 80 % of it; DefaultShootAccessTokenValidity when 0.
 	ShootAccessTokenValidity time.Duration
+	// ReadyTimeout is how long a reconcile waits for the firewall to forward
+	// with its rules before it reports what is missing; DefaultReadyTimeout when 0.
+	ReadyTimeout time.Duration
+	// ReadyPollInterval is how often the wait looks; DefaultReadyPollInterval when 0.
+	ReadyPollInterval time.Duration
 }
 
 // DefaultShootAccessTokenValidity keeps every credential but the agent's own
@@ -56,10 +61,18 @@ func NewActuator(c, direct client.Client, cfg Config) extension.Actuator {
 	if cfg.ShootAccessTokenValidity == 0 {
 		cfg.ShootAccessTokenValidity = DefaultShootAccessTokenValidity
 	}
+	if cfg.ReadyTimeout == 0 {
+		cfg.ReadyTimeout = DefaultReadyTimeout
+	}
+	if cfg.ReadyPollInterval == 0 {
+		cfg.ReadyPollInterval = DefaultReadyPollInterval
+	}
 	return &actuator{client: c, direct: direct, config: cfg}
 }
 
-// Reconcile makes the shoot's FirewallDeployment match its providerConfig.
+// Reconcile makes the shoot's FirewallDeployment match its providerConfig
+// and returns once the firewall forwards with its rules (see
+// waitUntilForwarding): gardenlet starts the shoot's Workers only after that.
 // An invalid providerConfig changes nothing.
 func (a *actuator) Reconcile(ctx context.Context, log logr.Logger, ex *extensionsv1alpha1.Extension) error {
 	var raw []byte
@@ -90,6 +103,7 @@ func (a *actuator) Reconcile(ctx context.Context, log logr.Logger, ex *extension
 		}
 		d.Spec.Replicas = 1
 		d.Spec.Selector = selector
+		d.Spec.CreateTimeout, d.Spec.HealthTimeout = cfg.CreateTimeout, cfg.HealthTimeout
 		d.Spec.Template = firewallv1alpha1.FirewallTemplateSpec{
 			Metadata: firewallv1alpha1.TemplateMetadata{Labels: selector},
 			Spec: firewallv1alpha1.FirewallSpec{
@@ -117,7 +131,7 @@ func (a *actuator) Reconcile(ctx context.Context, log logr.Logger, ex *extension
 			return fmt.Errorf("clearing the migration state: %w", err)
 		}
 	}
-	return nil
+	return a.waitUntilForwarding(ctx, log, ex)
 }
 
 // Delete removes the firewalls (their machines first, through the manager's

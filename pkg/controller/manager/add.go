@@ -21,9 +21,20 @@ type Options struct {
 	// ProgressDeadline is how long a new FirewallSet may take to become Ready
 	// before the rollout is reported as failed. Default 15m.
 	ProgressDeadline time.Duration
-	// HealthTimeout is how long a Firewall may take to become Ready before it
-	// counts as unhealthy. Default 20m: bare metal takes minutes to boot.
+	// CreateTimeout is how long a Firewall whose agent never reported may
+	// take to become Ready before it is replaced. Default 20m: bare metal
+	// takes minutes to boot. A FirewallDeployment's spec overrides it.
+	CreateTimeout time.Duration
+	// HealthTimeout is how long a Firewall whose agent has reported may stay
+	// not Ready before it is replaced. Default 20m. A FirewallDeployment's
+	// spec overrides it.
 	HealthTimeout time.Duration
+	// MaxReplacements is how many Firewalls a set creates in place of failed
+	// ones before it gives up and reports; 0 (the zero value) replaces none.
+	MaxReplacements int32
+	// ReplacementBackoff is the pause after a failure before the second
+	// replacement, doubled for each further one. Default 1m.
+	ReplacementBackoff time.Duration
 	// HeartbeatTimeout is how old the agent's last report may be for a
 	// Firewall to count as connected. Default 3m.
 	HeartbeatTimeout time.Duration
@@ -41,7 +52,9 @@ type Options struct {
 // Defaults for Options.
 const (
 	DefaultProgressDeadline = 15 * time.Minute
+	DefaultCreateTimeout    = 20 * time.Minute
 	DefaultHealthTimeout    = 20 * time.Minute
+	DefaultMaxReplacements  = 3
 	DefaultHeartbeatTimeout = 3 * time.Minute
 	DefaultWorkers          = 10
 )
@@ -54,6 +67,9 @@ func AddToManager(mgr manager.Manager, opts Options) error {
 	if opts.HealthTimeout == 0 {
 		opts.HealthTimeout = DefaultHealthTimeout
 	}
+	if opts.CreateTimeout == 0 {
+		opts.CreateTimeout = DefaultCreateTimeout
+	}
 	if opts.HeartbeatTimeout == 0 {
 		opts.HeartbeatTimeout = DefaultHeartbeatTimeout
 	}
@@ -63,9 +79,12 @@ func AddToManager(mgr manager.Manager, opts Options) error {
 	if err := (&firewalldeployment.Reconciler{ProgressDeadline: opts.ProgressDeadline, Workers: opts.Workers}).AddToManager(mgr); err != nil {
 		return err
 	}
-	if err := (&firewallset.Reconciler{HealthTimeout: opts.HealthTimeout, Workers: opts.Workers}).AddToManager(mgr); err != nil {
+	if err := (&firewallset.Reconciler{
+		CreateTimeout: opts.CreateTimeout, HealthTimeout: opts.HealthTimeout,
+		MaxReplacements: opts.MaxReplacements, ReplacementBackoff: opts.ReplacementBackoff, Workers: opts.Workers,
+	}).AddToManager(mgr); err != nil {
 		return err
 	}
-	return (&firewallmachine.Reconciler{Provider: opts.Provider, HealthTimeout: opts.HealthTimeout, HeartbeatTimeout: opts.HeartbeatTimeout,
+	return (&firewallmachine.Reconciler{Provider: opts.Provider, HealthTimeout: opts.CreateTimeout, HeartbeatTimeout: opts.HeartbeatTimeout,
 		Bootstrap: opts.Bootstrap, InDoubtSettle: opts.InDoubtSettle, Workers: opts.Workers}).AddToManager(mgr)
 }

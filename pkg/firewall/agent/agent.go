@@ -69,6 +69,8 @@ type Agent struct {
 	monitor monitorState
 	// lastShootRun is when what was read from the shoot was last in force.
 	lastShootRun *metav1.Time
+	// appliedGeneration is the generation of the Firewall whose spec is in force.
+	appliedGeneration int64
 	// builder builds the rulesets: after the first, a change costs in
 	// proportion to what changed, not to all policies.
 	builder ruleset.Builder

@@ -49,12 +49,13 @@ func (s *seedFirewall) read(ctx context.Context, a *Agent, cfg *agentconfigv1alp
 }
 
 // report writes the heartbeat, if the Firewall was read: the apply's error
-// (empty if none) and when what was read from the shoot was last in force.
-func (s *seedFirewall) report(ctx context.Context, log *slog.Logger, message string, lastShootRun *metav1.Time) {
+// (empty if none), when what was read from the shoot was last in force, and
+// the generation of the Firewall whose spec is in force.
+func (s *seedFirewall) report(ctx context.Context, log *slog.Logger, message string, lastShootRun *metav1.Time, appliedGeneration int64) {
 	if s.fw == nil {
 		return
 	}
-	if err := s.src.Heartbeat(ctx, s.fw, message, lastShootRun); err != nil {
+	if err := s.src.Heartbeat(ctx, s.fw, message, lastShootRun, appliedGeneration); err != nil {
 		log.Error("writing the heartbeat", "error", err)
 	}
 }

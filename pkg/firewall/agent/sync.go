@@ -110,7 +110,11 @@ func (a *Agent) reportSources(ctx context.Context, cfg *agentconfigv1alpha1.Conf
 	if usesShoot(cfg) && r.shootErr == nil && inForce {
 		a.lastShootRun = &metav1.Time{Time: time.Now()}
 	}
-	r.seed.report(ctx, a.Log, message, a.lastShootRun)
+	if inForce && r.seed.fw != nil {
+		// The Firewall read this round is what the ruleset in force was built from.
+		a.appliedGeneration = r.seed.fw.Generation
+	}
+	r.seed.report(ctx, a.Log, message, a.lastShootRun, a.appliedGeneration)
 	if inForce {
 		r.policies.report(ctx, a.Log)
 	}

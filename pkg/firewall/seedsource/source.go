@@ -152,13 +152,15 @@ func (s *Source) identityKey() (*ecdsa.PrivateKey, error) {
 // Heartbeat writes the agent's status: version, the time of this run, and
 // the last error ("" when the last apply succeeded).
 // lastShootRun is when the agent last applied what it read from the shoot,
-// nil when it reads nothing there.
-func (s *Source) Heartbeat(ctx context.Context, fw *fwv1alpha1.Firewall, message string, lastShootRun *metav1.Time) error {
+// nil when it reads nothing there; appliedGeneration is the generation of the
+// Firewall whose spec is in force, which the extension waits for.
+func (s *Source) Heartbeat(ctx context.Context, fw *fwv1alpha1.Firewall, message string, lastShootRun *metav1.Time, appliedGeneration int64) error {
 	if s.client == nil {
 		return errors.New("not connected to the seed")
 	}
 	patch := client.MergeFrom(fw.DeepCopy())
-	fw.Status.AgentStatus = &fwv1alpha1.AgentStatus{Version: s.Version, LastRunAgainstSeed: &metav1.Time{Time: s.now()}, LastRunAgainstShoot: lastShootRun, Message: message}
+	fw.Status.AgentStatus = &fwv1alpha1.AgentStatus{Version: s.Version, LastRunAgainstSeed: &metav1.Time{Time: s.now()}, LastRunAgainstShoot: lastShootRun, Message: message,
+		AppliedGeneration: appliedGeneration}
 	return s.client.Status().Patch(ctx, fw, patch)
 }
 

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -62,6 +63,17 @@ var _ = Describe("Firewall extension end to end", func() {
 		fwdCtx, stopForward := context.WithCancel(context.Background())
 		DeferCleanup(stopForward)
 		Expect(roottest.ForwardLoopback(fwdCtx, &netns.NS{Name: machineNetNS}, portOf(seed.Config.Host))).To(Succeed())
+
+		By("the Extension turns Succeeded only once the agent has applied the Firewall's rules: by then they are in force")
+		Expect(framework.WaitForLastOperation(ctx, c, ex, regexp.MustCompile(`^(Create|Reconcile) Succeeded$`), 3*time.Minute)).To(Succeed())
+		inForce, err := exec.Command("ip", "netns", "exec", machineNetNS, "nft", "list", "table", "inet", "firewall-agent").CombinedOutput()
+		Expect(err).NotTo(HaveOccurred(), string(inForce))
+		Expect(string(inForce)).To(ContainSubstring("10.250.0.0/16"))
+		succeeded := &firewallv1alpha1.FirewallList{}
+		Expect(c.List(ctx, succeeded, client.InNamespace(namespace))).To(Succeed())
+		Expect(succeeded.Items).To(HaveLen(1))
+		Expect(succeeded.Items[0].Status.AgentStatus.AppliedGeneration).To(Equal(succeeded.Items[0].Generation))
+		Expect(meta.IsStatusConditionTrue(succeeded.Items[0].Status.Conditions, firewallv1alpha1.ConditionConnected)).To(BeTrue(), "the agent reads the shoot too")
 
 		By("the agent bootstraps its certificate and reports in: the Firewall turns Ready")
 		Eventually(func(g Gomega) {

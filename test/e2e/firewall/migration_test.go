@@ -300,14 +300,20 @@ var _ = Describe("Control plane migration end to end", func() {
 		By("restoring in seed B as gardenlet does: wait-for-state, the state, then restore; the shoot's admin reads every Secret of the firewall namespace meanwhile")
 		stopHarvest := harvest(ctx, cShoot)
 		prepareShootNamespace(ctx, cB, namespace, shoot)
-		// The agent may reach seed B before the restore is reported done.
+		// The restore is reported done only once the agent has reached seed B
+		// and reports its rules in force there.
 		restoring := time.Now()
-		exB, err := framework.Restore(ctx, cB, ex, state, time.Minute)
+		exB, err := framework.Restore(ctx, cB, ex, state, 3*time.Minute)
 		Expect(err).NotTo(HaveOccurred())
 
 		By("the extension in seed B dies and starts again")
 		stopB()
 		stopB = startExtension(seedB, shoot, provider)
+
+		fwRestored := seedFirewalls(ctx, cB, namespace)
+		Expect(fwRestored).To(HaveLen(1))
+		Expect(meta.IsStatusConditionTrue(fwRestored[0].Status.Conditions, firewallv1alpha1.ConditionReady)).To(BeTrue(), "Restore Succeeded only once the firewall is Ready in seed B")
+		Expect(fwRestored[0].Status.AgentStatus.AppliedGeneration).To(Equal(fwRestored[0].Generation), "and its agent has seed B's Firewall spec in force")
 
 		By("the agent takes its new bootstrap kubeconfig from the shoot and connects to seed B")
 		// The time it takes is a figure (printed), not an assertion: CI runs

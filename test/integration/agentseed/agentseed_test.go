@@ -2,6 +2,7 @@ package agentseed_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -33,13 +34,24 @@ type recorder struct {
 	mu   sync.Mutex
 	last string
 	n    int
+	// refuse makes Apply fail, as a kernel refusing the batch does.
+	refuse bool
 }
 
 func (r *recorder) Apply(rs *ruleset.Ruleset) (nftables.Result, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if r.refuse {
+		return nftables.Result{}, errors.New("the kernel refused the batch")
+	}
 	r.last, r.n = ruleset.Render(rs), r.n+1
 	return nftables.Result{Mode: nftables.Full}, nil
+}
+
+func (r *recorder) Refuse(refuse bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.refuse = refuse
 }
 
 func (r *recorder) Last() string {
@@ -73,6 +85,21 @@ func prepareSeed(ctx SpecContext, s *seedEnv, name, prefix, path string) {
 	tmp := path + ".tmp"
 	Expect(os.WriteFile(tmp, kubeconfig, 0o600)).To(Succeed())
 	Expect(os.Rename(tmp, path)).To(Succeed())
+}
+
+// agentStatus returns what the agent last reported about its Firewall.
+func agentStatus(ctx SpecContext, s *seedEnv) firewallv1alpha1.AgentStatus {
+	fw := &firewallv1alpha1.Firewall{}
+	Expect(s.client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: "fw-0"}, fw)).To(Succeed())
+	if fw.Status.AgentStatus == nil {
+		return firewallv1alpha1.AgentStatus{}
+	}
+	return *fw.Status.AgentStatus
+}
+
+// applied is the generation of the Firewall whose spec the agent reports in force.
+func applied(ctx SpecContext, s *seedEnv) func() int64 {
+	return func() int64 { return agentStatus(ctx, s).AppliedGeneration }
 }
 
 func heartbeat(ctx SpecContext, s *seedEnv) func() string {
@@ -121,6 +148,7 @@ controllers:
 		Expect(err).NotTo(HaveOccurred(), "the identity key lives beside the seed kubeconfig")
 		Expect(key.Mode().Perm()).To(Equal(os.FileMode(0o600)))
 		Eventually(heartbeat(ctx, seedA)).WithTimeout(30 * time.Second).Should(Equal("v-test"))
+		Eventually(applied(ctx, seedA)).Should(BeEquivalentTo(1), "the heartbeat names the generation whose spec is in force")
 
 		By("re-applying when the Firewall changes in the seed")
 		fw := &firewallv1alpha1.Firewall{}
@@ -128,6 +156,18 @@ controllers:
 		fw.Spec.InternalPrefixes = []string{"10.9.0.0/24", "10.10.0.0/24"}
 		Expect(seedA.client.Update(ctx, fw)).To(Succeed())
 		Eventually(applier.Last).WithTimeout(30 * time.Second).Should(ContainSubstring("10.10.0.0/24"))
+		Eventually(applied(ctx, seedA)).WithTimeout(30*time.Second).Should(BeEquivalentTo(2), "generation 2 in force")
+
+		By("a spec the kernel refuses: the heartbeat keeps naming the generation still in force")
+		applier.Refuse(true)
+		Expect(seedA.client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: "fw-0"}, fw)).To(Succeed())
+		fw.Spec.InternalPrefixes = []string{"10.12.0.0/24"}
+		Expect(seedA.client.Update(ctx, fw)).To(Succeed())
+		Eventually(func() string { return agentStatus(ctx, seedA).Message }).WithTimeout(30 * time.Second).Should(ContainSubstring("the kernel refused the batch"))
+		Consistently(applied(ctx, seedA)).WithTimeout(2 * time.Second).Should(BeEquivalentTo(2))
+		applier.Refuse(false)
+		Eventually(applied(ctx, seedA)).WithTimeout(30 * time.Second).Should(BeEquivalentTo(3))
+		Expect(applier.Last()).To(ContainSubstring("10.12.0.0/24"))
 
 		By("moving to seed B: a new bootstrap kubeconfig arrives, the agent bootstraps there")
 		prepareSeed(ctx, seedB, "fw-0", "10.11.0.0/24", bootstrapPath)

@@ -129,6 +129,24 @@ func gone(ctx SpecContext, obj client.Object) func() bool {
 	return func() bool { return apierrors.IsNotFound(admin.Get(ctx, client.ObjectKeyFromObject(obj), obj)) }
 }
 
+// reportRulesInForce plays the agent of every Firewall with a machine as it
+// reports once its rules are in force: into seed and shoot, the Firewall's
+// generation applied. It returns the lastOperation of ex.
+func reportRulesInForce(ctx SpecContext, namespace string, ex *extensionsv1alpha1.Extension) func() string {
+	return func() string {
+		for _, fw := range firewalls(ctx, namespace) {
+			if fw.Status.MachineStatus == nil {
+				continue
+			}
+			patch := client.MergeFrom(fw.DeepCopy())
+			now := &metav1.Time{Time: time.Now()}
+			fw.Status.AgentStatus = &firewallv1alpha1.AgentStatus{LastRunAgainstSeed: now, LastRunAgainstShoot: now, AppliedGeneration: fw.Generation}
+			Expect(client.IgnoreNotFound(admin.Status().Patch(ctx, &fw, patch))).To(Succeed())
+		}
+		return lastOperation(ctx, ex)()
+	}
+}
+
 func firewalls(ctx SpecContext, namespace string) []firewallv1alpha1.Firewall {
 	list := &firewallv1alpha1.FirewallList{}
 	Expect(admin.List(ctx, list, client.InNamespace(namespace))).To(Succeed())
@@ -244,7 +262,7 @@ var _ = Describe("The extension under the chart's RBAC", func() {
 		createShoot(ctx, namespace)
 		ex := newExtension(namespace, "firewall", `{"size":"c1-xlarge-x86","image":"firewall-ubuntu-3.0","partition":"local","project":"p1","networks":["internet","tenant"]}`)
 		Expect(admin.Create(ctx, ex)).To(Succeed())
-		Eventually(lastOperation(ctx, ex)).Should(MatchRegexp(`^(Create|Reconcile) Succeeded$`))
+		Eventually(lastOperation(ctx, ex)).Should(MatchRegexp(`^(Create|Reconcile) Processing$`), "waiting for the firewall to forward")
 
 		var fw firewallv1alpha1.Firewall
 		Eventually(func(g Gomega) {
@@ -284,6 +302,7 @@ var _ = Describe("The extension under the chart's RBAC", func() {
 			g.Expect(meta.IsStatusConditionTrue(current.Status.Conditions, firewallv1alpha1.ConditionReady)).To(BeTrue())
 		}).Should(Succeed())
 		Eventually(func() []corev1.ServiceAccount { return bootServiceAccounts(ctx, namespace) }).Should(BeEmpty())
+		Eventually(reportRulesInForce(ctx, namespace, ex)).Should(MatchRegexp(`^(Create|Reconcile) Succeeded$`), "once the rules are in force")
 		Eventually(func() gardencorev1beta1.ConditionStatus {
 			Expect(admin.Get(ctx, client.ObjectKeyFromObject(ex), ex)).To(Succeed())
 			for _, c := range ex.Status.Conditions {
@@ -315,7 +334,7 @@ var _ = Describe("The extension under the chart's RBAC", func() {
 			return admin.Status().Update(ctx, ex)
 		}).Should(Succeed())
 		annotate(ctx, ex, v1beta1constants.GardenerOperationRestore)
-		Eventually(lastOperation(ctx, ex)).Should(MatchRegexp(`^(Restore|Reconcile) Succeeded$`))
+		Eventually(lastOperation(ctx, ex)).Should(MatchRegexp(`^(Restore|Reconcile) Processing$`), "the restore waits for the agent to report into this seed")
 		Eventually(func(g Gomega) {
 			fws := firewalls(ctx, namespace)
 			g.Expect(fws).To(HaveLen(1))
@@ -330,6 +349,7 @@ var _ = Describe("The extension under the chart's RBAC", func() {
 		Expect(json.Unmarshal(delivered.Data[firewallv1alpha1.DeliveredBootstrapKey], &envelope)).To(Succeed(), "sealed to the agent's key the approver pinned")
 		Expect(envelope.Version).To(Equal(seal.Version))
 		Expect(string(delivered.Data[firewallv1alpha1.DeliveredBootstrapKey])).NotTo(ContainSubstring("token"))
+		Eventually(reportRulesInForce(ctx, namespace, ex)).Should(MatchRegexp(`^(Restore|Reconcile) Succeeded$`), "once the agent reports its rules in force")
 
 		By("deleting")
 		Expect(admin.Delete(ctx, ex)).To(Succeed())

@@ -14,6 +14,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/config"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
@@ -61,6 +62,10 @@ var _ = BeforeSuite(func() {
 // bootNamespace holds the boot ServiceAccounts, as the extension's namespace does.
 const bootNamespace = "extension-firewall"
 
+// readyTimeout is how long a reconcile waits for the firewall to forward; the
+// specs that play the agent beat well within it.
+const readyTimeout = 20 * time.Second
+
 // startSeed starts a control plane and, in it, the extension: Gardener's
 // generic Extension reconciler with the firewall actuator (acting on the
 // operation annotation, as with gardenlet), and the firewall
@@ -81,7 +86,10 @@ func startSeed(name string) *seedEnv {
 	})
 	Expect(err).NotTo(HaveOccurred())
 	ctx, cancel := context.WithCancel(context.Background())
-	Expect(firewallcontroller.AddToManagerWithOptions(ctx, mgr, firewallcontroller.AddOptions{Config: firewallcontroller.Config{BootNamespace: bootNamespace}})).To(Succeed())
+	Expect(firewallcontroller.AddToManagerWithOptions(ctx, mgr, firewallcontroller.AddOptions{
+		Controller: controller.Options{MaxConcurrentReconciles: 5},
+		Config:     firewallcontroller.Config{BootNamespace: bootNamespace, ReadyTimeout: readyTimeout, ReadyPollInterval: 500 * time.Millisecond},
+	})).To(Succeed())
 	Expect(healthcheck.AddToManager(mgr, 2*time.Second)).To(Succeed())
 	Expect(firewallmanager.AddToManager(mgr, firewallmanager.Options{
 		Provider:         provider,

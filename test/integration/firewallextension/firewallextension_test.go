@@ -35,13 +35,18 @@ const providerConfig = `{"size":"c1-xlarge-x86","image":"firewall-ubuntu-3.0","p
 // createShoot creates what gardenlet has for a shoot in a seed: namespace,
 // Cluster and the `gardener` kubeconfig Secret.
 func createShoot(ctx SpecContext, s *seedEnv, namespace string) {
+	createShootWith(ctx, s, namespace, `{"apiVersion":"core.gardener.cloud/v1beta1","kind":"Shoot","metadata":{"name":"s","namespace":"garden-p"}}`)
+}
+
+// createShootWith is createShoot with the Cluster's Shoot.
+func createShootWith(ctx SpecContext, s *seedEnv, namespace, shoot string) {
 	Expect(s.client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace, Labels: map[string]string{"gardener.cloud/role": "shoot"}}})).To(Succeed())
 	Expect(s.client.Create(ctx, &extensionsv1alpha1.Cluster{
 		ObjectMeta: metav1.ObjectMeta{Name: namespace},
 		Spec: extensionsv1alpha1.ClusterSpec{
 			CloudProfile: runtime.RawExtension{Raw: []byte(`{"apiVersion":"core.gardener.cloud/v1beta1","kind":"CloudProfile","metadata":{"name":"local"}}`)},
 			Seed:         &runtime.RawExtension{Raw: []byte(`{"apiVersion":"core.gardener.cloud/v1beta1","kind":"Seed","metadata":{"name":"seed"}}`)},
-			Shoot:        runtime.RawExtension{Raw: []byte(`{"apiVersion":"core.gardener.cloud/v1beta1","kind":"Shoot","metadata":{"name":"s","namespace":"garden-p"}}`)},
+			Shoot:        runtime.RawExtension{Raw: []byte(shoot)},
 		},
 	})).To(Succeed())
 	// The seed stands in for the shoot: only its endpoint is read here.
@@ -91,15 +96,22 @@ func firewalls(ctx SpecContext, s *seedEnv, namespace string) []firewallv1alpha1
 	return list.Items
 }
 
-// beatAndCountReady plays the agent on every Firewall with a machine and
-// returns the names of the Ready ones.
+// beatAndCountReady plays the agent on every Firewall with a machine, as it
+// reports once its rules are in force (read from seed and shoot, the
+// Firewall's generation applied), and returns the names of the Ready ones.
 func beatAndCountReady(ctx SpecContext, s *seedEnv, namespace string) func() []string {
+	return beatWith(ctx, s, namespace, func(fw *firewallv1alpha1.Firewall) int64 { return fw.Generation })
+}
+
+// beatWith plays the agent reporting the generation applied(fw) in force.
+func beatWith(ctx SpecContext, s *seedEnv, namespace string, applied func(*firewallv1alpha1.Firewall) int64) func() []string {
 	return func() []string {
 		var ready []string
 		for _, fw := range firewalls(ctx, s, namespace) {
 			if fw.Status.MachineStatus != nil {
 				patch := client.MergeFrom(fw.DeepCopy())
-				fw.Status.AgentStatus = &firewallv1alpha1.AgentStatus{LastRunAgainstSeed: &metav1.Time{Time: time.Now()}}
+				now := &metav1.Time{Time: time.Now()}
+				fw.Status.AgentStatus = &firewallv1alpha1.AgentStatus{LastRunAgainstSeed: now, LastRunAgainstShoot: now, AppliedGeneration: applied(&fw)}
 				Expect(client.IgnoreNotFound(s.client.Status().Patch(ctx, &fw, patch))).To(Succeed())
 			}
 			if meta.IsStatusConditionTrue(fw.Status.Conditions, firewallv1alpha1.ConditionReady) {
@@ -155,8 +167,11 @@ var _ = Describe("Extension firewall", func() {
 		createShoot(ctx, seedA, namespace)
 		ex := newExtension(namespace, providerConfig)
 		Expect(seedA.client.Create(ctx, ex)).To(Succeed())
-		Eventually(lastOperation(ctx, seedA, ex)).WithTimeout(time.Minute).Should(MatchRegexp(`^(Create|Reconcile) Succeeded$`), "a retried first reconcile reports Reconcile")
 		Eventually(beatAndCountReady(ctx, seedA, namespace)).WithTimeout(time.Minute).Should(HaveLen(1))
+		Eventually(func() string {
+			beatAndCountReady(ctx, seedA, namespace)()
+			return lastOperation(ctx, seedA, ex)()
+		}).WithTimeout(time.Minute).Should(MatchRegexp(`^(Create|Reconcile) Succeeded$`), "a retried first reconcile reports Reconcile")
 		Eventually(func() gardencorev1beta1.ConditionStatus {
 			Expect(seedA.client.Get(ctx, client.ObjectKeyFromObject(ex), ex)).To(Succeed())
 			for _, c := range ex.Status.Conditions {
@@ -252,7 +267,11 @@ var _ = Describe("Extension firewall", func() {
 			metav1.SetMetaDataAnnotation(&exB.ObjectMeta, v1beta1constants.GardenerOperation, v1beta1constants.GardenerOperationRestore)
 			return seedB.client.Update(ctx, exB)
 		}).Should(Succeed())
-		Eventually(lastOperation(ctx, seedB, exB)).WithTimeout(time.Minute).Should(MatchRegexp(`^(Restore|Reconcile) Succeeded$`))
+		// The restore is done once the firewall's agent reports into seed B.
+		Eventually(func() string {
+			beatAndCountReady(ctx, seedB, namespace)()
+			return lastOperation(ctx, seedB, exB)()
+		}).WithTimeout(time.Minute).Should(MatchRegexp(`^(Restore|Reconcile) Succeeded$`))
 		Expect(exB.Status.State).To(BeNil(), "once restored, the state is cleared: an old one must not pass for a part of the next migration's")
 
 		Eventually(beatAndCountReady(ctx, seedB, namespace)).WithTimeout(time.Minute).Should(Equal([]string{fwA.Name}))
@@ -297,7 +316,10 @@ var _ = Describe("Migrate killed half-way", func() {
 			g.Expect(fws[0].Status.MachineStatus).NotTo(BeNil())
 			machineID = fws[0].Status.MachineStatus.MachineID
 		}).WithTimeout(time.Minute).Should(Succeed())
-		Eventually(lastOperation(ctx, seedA, ex)).WithTimeout(time.Minute).Should(MatchRegexp(`^(Create|Reconcile) Succeeded$`))
+		Eventually(func() string {
+			beatAndCountReady(ctx, seedA, namespace)()
+			return lastOperation(ctx, seedA, ex)()
+		}).WithTimeout(time.Minute).Should(MatchRegexp(`^(Create|Reconcile) Succeeded$`))
 
 		By("the first run saves the state, deletes the Firewall and dies")
 		Expect(seedA.client.Get(ctx, client.ObjectKeyFromObject(ex), ex)).To(Succeed())

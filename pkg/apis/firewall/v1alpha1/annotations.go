@@ -57,6 +57,15 @@ const (
 	ConditionProgressing = "Progressing"
 )
 
+// Condition types of a FirewallSet.
+const (
+	// ConditionHealthy: no Firewall of the set is past its create or health
+	// timeout. Written once a Firewall of the set failed; its reason tells
+	// what the set does about it (Replacing, BackingOff,
+	// ReplacementLimitReached, ReplacementDisabled, Recovered).
+	ConditionHealthy = "Healthy"
+)
+
 // IsPaused tells whether controllers must leave the object alone.
 func IsPaused(annotations map[string]string) bool {
 	return annotations[AnnotationPaused] == "true"

@@ -1,5 +1,9 @@
 package v1alpha1
 
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
 // FirewallExtensionConfig is the providerConfig of a shoot's `firewall`
 // extension:
 //
@@ -34,4 +38,14 @@ type FirewallExtensionConfig struct {
 	// Strategy is RollingUpdate (default) or Recreate.
 	// +optional
 	Strategy UpdateStrategy `json:"strategy,omitempty"`
+	// CreateTimeout is how long a new firewall may take until its agent
+	// reports and it is Ready; past it, the firewall is replaced. Between 1m
+	// and 24h; the operator's --create-timeout when unset.
+	// +optional
+	CreateTimeout *metav1.Duration `json:"createTimeout,omitempty"`
+	// HealthTimeout is how long a firewall that had reported may stay not
+	// Ready before it is replaced. Between 1m and 24h; the operator's
+	// --health-timeout when unset.
+	// +optional
+	HealthTimeout *metav1.Duration `json:"healthTimeout,omitempty"`
 }

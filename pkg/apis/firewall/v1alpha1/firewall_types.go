@@ -183,6 +183,13 @@ type AgentStatus struct {
 	// Message is the agent's last error, empty when the last run succeeded.
 	// +optional
 	Message string `json:"message,omitempty"`
+	// AppliedGeneration is the metadata.generation of the Firewall whose
+	// spec the agent has in force: applied without error, with every source
+	// its config names answered. It lags behind the generation while a new
+	// spec is not yet (or could not be) applied; the old rules stay in force
+	// meanwhile.
+	// +optional
+	AppliedGeneration int64 `json:"appliedGeneration,omitempty"`
 }
 
 // FirewallList is a list of Firewalls.

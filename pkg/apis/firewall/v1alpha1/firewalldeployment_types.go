@@ -48,6 +48,22 @@ type FirewallDeploymentSpec struct {
 	Selector map[string]string `json:"selector"`
 	// Template is what the firewalls are created from.
 	Template FirewallTemplateSpec `json:"template"`
+
+	FirewallTimeouts `json:",inline"`
+}
+
+// FirewallTimeouts say when a Firewall that is not Ready is replaced; the
+// manager's defaults (--create-timeout, --health-timeout) apply when unset.
+// Changing them rolls no firewall.
+type FirewallTimeouts struct {
+	// CreateTimeout is how long a Firewall whose agent never reported may
+	// take to become Ready before it is replaced.
+	// +optional
+	CreateTimeout *metav1.Duration `json:"createTimeout,omitempty"`
+	// HealthTimeout is how long a Firewall whose agent has reported may stay
+	// not Ready before it is replaced.
+	// +optional
+	HealthTimeout *metav1.Duration `json:"healthTimeout,omitempty"`
 }
 
 // FirewallDeploymentStatus reports the rollout.

@@ -30,6 +30,8 @@ type FirewallSetSpec struct {
 	Selector map[string]string `json:"selector"`
 	// Template is what the set's Firewalls are created from.
 	Template FirewallTemplateSpec `json:"template"`
+
+	FirewallTimeouts `json:",inline"`
 }
 
 // FirewallTemplateSpec is the template of a Firewall.
@@ -60,9 +62,19 @@ type FirewallSetStatus struct {
 	// ProgressingReplicas is the number of owned Firewalls still being created.
 	// +optional
 	ProgressingReplicas int32 `json:"progressingReplicas,omitempty"`
-	// UnhealthyReplicas is the number of owned Firewalls past the health timeout.
+	// UnhealthyReplicas is the number of owned Firewalls past their create or
+	// health timeout (or Crashing).
 	// +optional
 	UnhealthyReplicas int32 `json:"unhealthyReplicas,omitempty"`
+	// Replacements counts the Firewalls created in place of failed ones since
+	// the set was last healthy; at the manager's --max-replacements it stops.
+	// +optional
+	Replacements int32 `json:"replacements,omitempty"`
+	// Conditions: Healthy, once a Firewall of the set failed.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
 	// ObservedGeneration is the generation the manager last acted on.
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`

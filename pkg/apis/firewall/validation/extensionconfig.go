@@ -1,7 +1,11 @@
 package validation
 
 import (
+	"encoding/json"
+	"time"
+
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"sigs.k8s.io/yaml"
 
 	firewallv1alpha1 "github.com/metal-firewall/gardener-extension-firewall/pkg/apis/firewall/v1alpha1"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/utils/fielderrors"
@@ -27,6 +31,9 @@ func DecodeFirewallExtensionConfigAt(raw []byte, fldPath *field.Path) (*firewall
 		MaxBytes: MaxProviderConfigBytes,
 		Required: "size, image, partition, project and networks are required",
 	}); len(errs) > 0 {
+		if timeoutErrs := malformedTimeouts(raw, fldPath); len(timeoutErrs) > 0 {
+			return nil, timeoutErrs
+		}
 		return nil, errs
 	}
 	if errs := ValidateFirewallExtensionConfig(cfg, fldPath); len(errs) > 0 {
@@ -46,6 +53,39 @@ func ValidateFirewallExtensionConfig(cfg *firewallv1alpha1.FirewallExtensionConf
 	default:
 		allErrs = append(allErrs, fielderrors.NotSupported(fldPath.Child("strategy"), cfg.Strategy,
 			[]firewallv1alpha1.UpdateStrategy{firewallv1alpha1.StrategyRollingUpdate, firewallv1alpha1.StrategyRecreate}))
+	}
+	// A shoot owner's timeout below a minute would replace firewalls that are still booting.
+	allErrs = append(allErrs, validateTimeouts(firewallv1alpha1.FirewallTimeouts{CreateTimeout: cfg.CreateTimeout, HealthTimeout: cfg.HealthTimeout},
+		MinShootTimeout, fldPath)...)
+	return allErrs
+}
+
+// malformedTimeouts names the timeout that is no duration, which the decoder's
+// own error (from metav1.Duration) does not.
+func malformedTimeouts(raw []byte, fldPath *field.Path) field.ErrorList {
+	js, err := yaml.YAMLToJSON(raw)
+	if err != nil {
+		return nil
+	}
+	var doc map[string]json.RawMessage
+	if json.Unmarshal(js, &doc) != nil {
+		return nil
+	}
+	var allErrs field.ErrorList
+	for _, name := range []string{"createTimeout", "healthTimeout"} {
+		value, ok := doc[name]
+		if !ok {
+			continue
+		}
+		var s string
+		if json.Unmarshal(value, &s) == nil {
+			if _, err := time.ParseDuration(s); err == nil {
+				continue
+			}
+		} else {
+			s = string(value)
+		}
+		allErrs = append(allErrs, field.Invalid(fldPath.Child(name), strict.Excerpt(s), "must be a duration such as 20m or 1h30m"))
 	}
 	return allErrs
 }

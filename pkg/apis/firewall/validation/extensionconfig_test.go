@@ -3,6 +3,7 @@ package validation_test
 import (
 	"fmt"
 	"strings"
+	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -71,7 +72,20 @@ var _ = Describe("DecodeFirewallExtensionConfig", func() {
 		Entry("a network with a newline", strings.Replace(config(""), `"tenant-1"`, `"tenant\n1"`, 1), `providerConfig.networks[1]: Invalid value: "tenant\n1"`),
 		Entry("an agent URL that is not http(s)", config(`,"agentURL":"file:///etc/shadow"`), `providerConfig.agentURL: Invalid value: "file:///etc/shadow"`),
 		Entry("an agent version with a newline", config(`,"agentVersion":"v1\nx"`), `providerConfig.agentVersion: Invalid value: "v1\nx"`),
+		Entry("a create timeout shorter than a minute", config(`,"createTimeout":"30s"`), `providerConfig.createTimeout: Invalid value: "30s": must be within [1m0s, 24h0m0s]`),
+		Entry("a health timeout longer than a day", config(`,"healthTimeout":"25h"`), `providerConfig.healthTimeout: Invalid value: "25h0m0s": must be within [1m0s, 24h0m0s]`),
+		Entry("a negative create timeout", config(`,"createTimeout":"-5m"`), `providerConfig.createTimeout: Invalid value: "-5m0s"`),
+		Entry("a timeout that is no duration", config(`,"createTimeout":"ten minutes"`),
+			`providerConfig.createTimeout: Invalid value: "ten minutes": must be a duration such as 20m or 1h30m`),
+		Entry("a timeout as a number", config(`,"healthTimeout":600`), `providerConfig.healthTimeout: Invalid value: "600": must be a duration`),
 	)
+
+	It("accepts the shoot's create and health timeouts", func() {
+		cfg, err := DecodeFirewallExtensionConfig([]byte(config(`,"createTimeout":"1m","healthTimeout":"24h"`)))
+		Expect(err).NotTo(HaveOccurred())
+		Expect(cfg.CreateTimeout.Duration).To(Equal(time.Minute))
+		Expect(cfg.HealthTimeout.Duration).To(Equal(24 * time.Hour))
+	})
 
 	It("reports at most strict.MaxErrors errors and counts the rest", func() {
 		prefixes := strings.TrimSuffix(strings.Repeat(`"`+strings.Repeat("x", 200)+`",`, MaxInternalPrefixes), ",")

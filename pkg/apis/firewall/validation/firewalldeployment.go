@@ -2,7 +2,10 @@ package validation
 
 import (
 	"fmt"
+	"sort"
+	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
@@ -21,13 +24,28 @@ func ValidateFirewallDeployment(d *firewallv1alpha1.FirewallDeployment) field.Er
 		allErrs = append(allErrs, fielderrors.NotSupported(specPath.Child("strategy"), d.Spec.Strategy,
 			[]firewallv1alpha1.UpdateStrategy{firewallv1alpha1.StrategyRollingUpdate, firewallv1alpha1.StrategyRecreate}))
 	}
+	allErrs = append(allErrs, validateTimeouts(d.Spec.FirewallTimeouts, time.Second, specPath)...)
 	return fielderrors.Bound(allErrs, specPath)
 }
 
 // ValidateFirewallSet checks a FirewallSet, with at most strict.MaxErrors errors.
 func ValidateFirewallSet(s *firewallv1alpha1.FirewallSet) field.ErrorList {
 	specPath := field.NewPath("spec")
-	return fielderrors.Bound(validateReplicasSelectorTemplate(s.Spec.Replicas, s.Spec.Selector, s.Spec.Template, specPath), specPath)
+	allErrs := validateReplicasSelectorTemplate(s.Spec.Replicas, s.Spec.Selector, s.Spec.Template, specPath)
+	allErrs = append(allErrs, validateTimeouts(s.Spec.FirewallTimeouts, time.Second, specPath)...)
+	return fielderrors.Bound(allErrs, specPath)
+}
+
+// validateTimeouts checks that each timeout set lies within [lowest, MaxTimeout].
+func validateTimeouts(t firewallv1alpha1.FirewallTimeouts, lowest time.Duration, fldPath *field.Path) field.ErrorList {
+	var allErrs field.ErrorList
+	for name, d := range map[string]*metav1.Duration{"createTimeout": t.CreateTimeout, "healthTimeout": t.HealthTimeout} {
+		if d != nil && (d.Duration < lowest || d.Duration > MaxTimeout) {
+			allErrs = append(allErrs, field.Invalid(fldPath.Child(name), d.Duration.String(), fmt.Sprintf("must be within [%s, %s]", lowest, MaxTimeout)))
+		}
+	}
+	sort.Slice(allErrs, func(i, j int) bool { return allErrs[i].Field < allErrs[j].Field })
+	return allErrs
 }
 
 // validateReplicasSelectorTemplate checks what deployments and sets share; the

@@ -1,8 +1,11 @@
 package validation_test
 
 import (
+	"time"
+
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	firewallv1alpha1 "github.com/metal-firewall/gardener-extension-firewall/pkg/apis/firewall/v1alpha1"
@@ -51,5 +54,19 @@ var _ = Describe("ValidateFirewallDeployment", func() {
 	It("validates sets the same way", func() {
 		s := &firewallv1alpha1.FirewallSet{Spec: firewallv1alpha1.FirewallSetSpec{Replicas: -1, Selector: d.Spec.Selector, Template: d.Spec.Template}}
 		Expect(ValidateFirewallSet(s)).To(ConsistOf(fieldErr(field.ErrorTypeInvalid, "spec.replicas", int32(-1))))
+		s.Spec.Replicas = 1
+		s.Spec.HealthTimeout = &metav1.Duration{Duration: 0}
+		Expect(ValidateFirewallSet(s)).To(ConsistOf(fieldErr(field.ErrorTypeInvalid, "spec.healthTimeout", "0s")))
+	})
+
+	It("accepts timeouts of seconds, which the manager's tests use, and refuses none or more than a day", func() {
+		d.Spec.CreateTimeout = &metav1.Duration{Duration: time.Second}
+		d.Spec.HealthTimeout = &metav1.Duration{Duration: 24 * time.Hour}
+		Expect(ValidateFirewallDeployment(d)).To(BeEmpty())
+		d.Spec.CreateTimeout.Duration = -time.Minute
+		d.Spec.HealthTimeout.Duration = 25 * time.Hour
+		Expect(ValidateFirewallDeployment(d)).To(ConsistOf(
+			fieldErr(field.ErrorTypeInvalid, "spec.createTimeout", "-1m0s"),
+			fieldErr(field.ErrorTypeInvalid, "spec.healthTimeout", "25h0m0s")))
 	})
 })

@@ -1,6 +1,9 @@
 package validation
 
-import "math"
+import (
+	"math"
+	"time"
+)
 
 // Bounds of a Firewall spec, a `firewall` providerConfig, the agent's static
 // source and a ClusterwideNetworkPolicy. Each is far above real use; they keep
@@ -49,6 +52,13 @@ const (
 	MaxPolicyPorts = 1024
 	// MaxPolicyDescriptionLength is the longest policy description.
 	MaxPolicyDescriptionLength = 4096
+
+	// MinShootTimeout is the shortest create or health timeout a shoot's
+	// providerConfig may set: bare metal takes minutes to boot, and a
+	// shorter one would replace firewalls that are still coming up.
+	MinShootTimeout = time.Minute
+	// MaxTimeout is the longest create or health timeout.
+	MaxTimeout = 24 * time.Hour
 )
 
 // MaxRateMiBps is the highest rate limit, in MiB/s, the kernel accepts as the

@@ -149,7 +149,7 @@ func desiredSetSpec(d *firewallv1alpha1.FirewallDeployment, hash string) firewal
 	tmpl.Metadata.Labels[firewallv1alpha1.LabelTemplateHash] = hash
 	selector := maps.Clone(d.Spec.Selector)
 	selector[firewallv1alpha1.LabelTemplateHash] = hash
-	return firewallv1alpha1.FirewallSetSpec{Replicas: d.Spec.Replicas, Selector: selector, Template: tmpl}
+	return firewallv1alpha1.FirewallSetSpec{Replicas: d.Spec.Replicas, Selector: selector, Template: tmpl, FirewallTimeouts: *d.Spec.FirewallTimeouts.DeepCopy()}
 }
 
 // createSet names the set after the hash, so a manager restarted between

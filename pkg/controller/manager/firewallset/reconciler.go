@@ -16,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -40,10 +41,25 @@ type Reconciler struct {
 	Workers int
 	Client  client.Client
 	Clock   clock.Clock
-	// HealthTimeout is how long a Firewall may take to become Ready before
-	// it counts as unhealthy.
+	// CreateTimeout is how long a Firewall whose agent never reported may
+	// take to become Ready before it fails; HealthTimeout when 0. A set's
+	// spec.createTimeout overrides it.
+	CreateTimeout time.Duration
+	// HealthTimeout is how long a Firewall whose agent has reported may stay
+	// not Ready before it fails. A set's spec.healthTimeout overrides it.
 	HealthTimeout time.Duration
+	// MaxReplacements is how many Firewalls the set creates in place of
+	// failed ones before it gives up and reports; 0 replaces none.
+	MaxReplacements int32
+	// ReplacementBackoff is the pause after a failure before the second
+	// replacement, doubled for each further one; DefaultReplacementBackoff when 0.
+	ReplacementBackoff time.Duration
+	// Recorder, when set, records an Event for each replacement.
+	Recorder events.EventRecorder
 }
+
+// DefaultReplacementBackoff is the default ReplacementBackoff.
+const DefaultReplacementBackoff = time.Minute
 
 // AddToManager registers the controller. Every Firewall event reaches the
 // sets whose selector matches it, so orphans are adopted without delay.
@@ -53,6 +69,9 @@ func (r *Reconciler) AddToManager(mgr manager.Manager) error {
 	}
 	if r.Clock == nil {
 		r.Clock = clock.RealClock{}
+	}
+	if r.Recorder == nil {
+		r.Recorder = mgr.GetEventRecorder("firewallset")
 	}
 	return builder.ControllerManagedBy(mgr).Named("firewallset").WithOptions(controller.Options{MaxConcurrentReconciles: r.Workers}).
 		For(&firewallv1alpha1.FirewallSet{}).
@@ -113,17 +132,21 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 			return reconcile.Result{}, err
 		}
 	}
-	if missing := int(set.Spec.Replicas) - len(active); missing > 0 {
-		if err := r.create(ctx, set, firewalls, missing); err != nil {
-			return reconcile.Result{}, err
-		}
-	} else if missing < 0 {
-		if err := r.deleteSurplus(ctx, active, -missing); err != nil {
-			return reconcile.Result{}, err
-		}
-		active = active[-missing:]
+	h, err := r.replaceFailed(ctx, set, firewalls, active)
+	if err != nil {
+		return reconcile.Result{}, err
 	}
-	return r.updateStatus(ctx, set, active)
+	if missing := int(set.Spec.Replicas) - len(h.others); missing < 0 {
+		others := make([]*firewallv1alpha1.Firewall, len(h.others))
+		for i, v := range h.others {
+			others[i] = v.fw
+		}
+		if err := r.deleteSurplus(ctx, others, -missing); err != nil {
+			return reconcile.Result{}, err
+		}
+		h.drop(others[:-missing])
+	}
+	return r.updateStatus(ctx, set, h)
 }
 
 // ownedFirewalls returns the set's Firewalls, adopting those that match its
@@ -234,20 +257,30 @@ func (r *Reconciler) delete(ctx context.Context, set *firewallv1alpha1.FirewallS
 	return reconcile.Result{}, client.IgnoreNotFound(r.Client.Update(ctx, set))
 }
 
-func (r *Reconciler) updateStatus(ctx context.Context, set *firewallv1alpha1.FirewallSet, active []*firewallv1alpha1.Firewall) (reconcile.Result, error) {
-	status := firewallv1alpha1.FirewallSetStatus{ObservedGeneration: set.Generation}
-	var requeue time.Duration
+func (r *Reconciler) updateStatus(ctx context.Context, set *firewallv1alpha1.FirewallSet, h *health) (reconcile.Result, error) {
+	status := firewallv1alpha1.FirewallSetStatus{
+		ObservedGeneration: set.Generation,
+		Replacements:       h.replacements,
+		Conditions:         append([]metav1.Condition(nil), set.Status.Conditions...),
+	}
+	if h.condition != nil {
+		h.condition.ObservedGeneration = set.Generation
+		meta.SetStatusCondition(&status.Conditions, *h.condition)
+	}
+	requeue := h.requeue
 	now := r.Clock.Now()
-	for _, fw := range active {
+	for _, v := range h.all() {
 		status.Replicas++
-		switch age := now.Sub(fw.CreationTimestamp.Time); {
-		case isReady(fw):
+		switch {
+		case v.ready:
 			status.ReadyReplicas++
-		case age > r.HealthTimeout || fw.Status.Phase == firewallv1alpha1.FirewallPhaseCrashing:
+		case v.failed || v.fw.Status.Phase == firewallv1alpha1.FirewallPhaseCrashing:
 			status.UnhealthyReplicas++
 		default:
 			status.ProgressingReplicas++
-			if left := r.HealthTimeout - age; requeue == 0 || left < requeue {
+		}
+		if !v.ready && !v.failed {
+			if left := v.deadline.Sub(now); requeue == 0 || left < requeue {
 				requeue = left
 			}
 		}
@@ -258,8 +291,4 @@ func (r *Reconciler) updateStatus(ctx context.Context, set *firewallv1alpha1.Fir
 	patch := client.MergeFrom(set.DeepCopy())
 	set.Status = status
 	return reconcile.Result{RequeueAfter: requeue}, client.IgnoreNotFound(r.Client.Status().Patch(ctx, set, patch))
-}
-
-func isReady(fw *firewallv1alpha1.Firewall) bool {
-	return meta.IsStatusConditionTrue(fw.Status.Conditions, firewallv1alpha1.ConditionReady)
 }

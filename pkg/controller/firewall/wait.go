@@ -1,0 +1,132 @@
+package firewall
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	extensionscontroller "github.com/gardener/gardener/extensions/pkg/controller"
+	v1beta1constants "github.com/gardener/gardener/pkg/apis/core/v1beta1/constants"
+	extensionsv1alpha1 "github.com/gardener/gardener/pkg/apis/extensions/v1alpha1"
+	retryutils "github.com/gardener/gardener/pkg/utils/retry"
+	"github.com/go-logr/logr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	firewallv1alpha1 "github.com/metal-firewall/gardener-extension-firewall/pkg/apis/firewall/v1alpha1"
+	"github.com/metal-firewall/gardener-extension-firewall/pkg/constants"
+)
+
+// DefaultReadyTimeout is how long a reconcile waits for the firewall to
+// forward with its rules. Bare metal takes minutes to boot; the
+// ControllerRegistration's reconcileTimeout (how long gardenlet waits for the
+// Extension) is a minute longer, so that gardenlet reports this extension's
+// error, which names what is missing, rather than a bare timeout of its own.
+const DefaultReadyTimeout = constants.FirewallReadyTimeout
+
+// DefaultReadyPollInterval is how often the wait looks at the firewalls
+// (through the cache): as often as gardenlet looks at the Extension.
+const DefaultReadyPollInterval = 5 * time.Second
+
+// errInterrupted ends a wait that a migration or deletion of the Extension
+// has overtaken: the controller handles one request per Extension at a time,
+// so the wait must give way for them to run.
+var errInterrupted = errors.New("interrupted")
+
+// waitUntilForwarding blocks, the way Gardener's Worker actuator waits for
+// its machines, until the firewall forwards with its rules, keeping the
+// Extension's last operation Processing (gardenlet keeps waiting for a
+// Processing Extension, but gives up on one that reports an error). While it
+// waits, the last operation's description says what is missing. After the
+// ready timeout it returns an error that says so.
+func (a *actuator) waitUntilForwarding(ctx context.Context, log logr.Logger, ex *extensionsv1alpha1.Extension) error {
+	// A shoot going into or staying in hibernation has no nodes that need the
+	// firewall, and its kube-apiserver (which the agent reads) goes away; on
+	// waking up, hibernation is off again before gardenlet reconciles this.
+	cluster, err := extensionscontroller.GetCluster(ctx, a.client, ex.Namespace)
+	if client.IgnoreNotFound(err) != nil {
+		return err
+	}
+	if err == nil && cluster.Shoot != nil && extensionscontroller.IsHibernationEnabled(cluster) {
+		log.Info("Hibernation is enabled: not waiting for the firewall to forward")
+		return nil
+	}
+	var missing, described string
+	err = retryutils.UntilTimeout(ctx, a.config.ReadyPollInterval, a.config.ReadyTimeout, func(ctx context.Context) (bool, error) {
+		if err := a.interrupted(ctx, ex); err != nil {
+			return retryutils.SevereError(err)
+		}
+		ok, why, err := a.forwarding(ctx, ex.Namespace)
+		if err != nil {
+			return retryutils.MinorError(err)
+		}
+		if ok {
+			return retryutils.Ok()
+		}
+		missing = why
+		if missing != described {
+			described = missing
+			log.Info("Waiting for the firewall to forward with its rules", "missing", missing)
+			a.describe(ctx, log, ex, "Waiting for the firewall to forward with its rules: "+missing)
+		}
+		return retryutils.MinorError(errors.New(missing))
+	})
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, errInterrupted):
+		return err
+	case ctx.Err() != nil:
+		return ctx.Err()
+	case missing == "":
+		return fmt.Errorf("waiting for the firewall to forward with its rules: %w", err)
+	}
+	return fmt.Errorf("the firewall does not forward with its rules after %s: %s", a.config.ReadyTimeout, missing)
+}
+
+// interrupted tells whether the Extension was deleted or a migration was
+// requested since this reconcile began.
+func (a *actuator) interrupted(ctx context.Context, ex *extensionsv1alpha1.Extension) error {
+	current := &extensionsv1alpha1.Extension{}
+	if err := a.client.Get(ctx, client.ObjectKeyFromObject(ex), current); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	if current.DeletionTimestamp != nil {
+		return fmt.Errorf("the Extension is being deleted: %w", errInterrupted)
+	}
+	if op := current.Annotations[v1beta1constants.GardenerOperation]; op == v1beta1constants.GardenerOperationMigrate {
+		return fmt.Errorf("a migration was requested: %w", errInterrupted)
+	}
+	return nil
+}
+
+// forwarding reads the namespace's deployment, sets and firewalls.
+func (a *actuator) forwarding(ctx context.Context, namespace string) (bool, string, error) {
+	d := &firewallv1alpha1.FirewallDeployment{}
+	if err := a.client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: constants.FirewallDeploymentName}, d); err != nil {
+		return false, "", err
+	}
+	sets := &firewallv1alpha1.FirewallSetList{}
+	if err := a.client.List(ctx, sets, client.InNamespace(namespace)); err != nil {
+		return false, "", err
+	}
+	fws := &firewallv1alpha1.FirewallList{}
+	if err := a.client.List(ctx, fws, client.InNamespace(namespace)); err != nil {
+		return false, "", err
+	}
+	ok, why := forwarding(d, sets.Items, fws.Items)
+	return ok, why, nil
+}
+
+// describe sets the description of the Processing last operation; failing to
+// is no reason to stop waiting.
+func (a *actuator) describe(ctx context.Context, log logr.Logger, ex *extensionsv1alpha1.Extension, description string) {
+	if ex.Status.LastOperation == nil {
+		return
+	}
+	patch := client.MergeFrom(ex.DeepCopy())
+	ex.Status.LastOperation.Description = description
+	if err := a.client.Status().Patch(ctx, ex, patch); err != nil {
+		log.Error(err, "Could not describe the wait in the last operation")
+	}
+}
