@@ -108,7 +108,7 @@ var _ = Describe("Parse", func() {
 		Entry("network twice", "controllers:\n", "networks: [{id: internet, interface: eth1}, {id: internet, interface: eth2}]\ncontrollers:\n", `networks[1].id: Duplicate value: "internet"`),
 		Entry("rate limit on an unmapped network", "{interface: eth1, rate: 100}", "{networkID: underlay, rate: 100}", `sources.static.firewall.rateLimits[0].networkID: Invalid value: "underlay": no interface for this network`),
 		Entry("rate 0", "rate: 100", "rate: 0", `sources.static.firewall.rateLimits[0].rate`),
-		Entry("fqdn rules", "egress:  [", "egress:  [{to: [{cidr: 1.2.3.0/24}], toFQDNs: [{matchName: x}]}, ", `sources.static.cwnp.egress[0].toFQDNs: Forbidden`),
+		Entry("an invalid FQDN selector", "egress:  [", "egress:  [{to: [{cidr: 1.2.3.0/24}], toFQDNs: [{matchName: 'a..example.com'}]}, ", `sources.static.cwnp.egress[0].toFQDNs[0].matchName: Invalid value: "a..example.com"`),
 		Entry("egress without destination", "egress:  [", "egress:  [{ports: [{port: 1}]}, ", `sources.static.cwnp.egress[0].to: Required value`),
 		Entry("unknown source", "cwnp:     {source: static}", "cwnp:     {source: metal}", `controllers.cwnp.source`, `"metal"`),
 		Entry("shoot without a kubeconfig", "cwnp:     {source: static}", "cwnp:     {source: shoot}", `sources.shoot.kubeconfig: Required value: a controller reads the shoot`),
