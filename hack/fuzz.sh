@@ -14,6 +14,7 @@ targets=(
   ./pkg/apis/acl/validation:FuzzParse
   ./pkg/apis/firewall/validation:FuzzDecodeFirewallExtensionConfig
   ./pkg/firewall/config:FuzzParse
+  ./pkg/firewall/fqdn:FuzzMatches
 )
 for target in "${targets[@]}"; do
   pkg="${target%%:*}" fn="${target##*:}"
