@@ -107,7 +107,7 @@ func (p *Proxy) Status(sel fqdn.Selector, limit int) SelectorStatus {
 }
 
 // Addrs returns the UDP and TCP addresses the proxy listens on, once Run
-// listens.
+// listens; none if it could not.
 func (p *Proxy) Addrs() []net.Addr {
 	<-p.ready
 	p.mu.Lock()
@@ -117,20 +117,16 @@ func (p *Proxy) Addrs() []net.Addr {
 
 // Run listens and serves until ctx is done. It fails when it cannot listen.
 func (p *Proxy) Run(ctx context.Context) error {
-	var lc net.ListenConfig
-	pc, err := lc.ListenPacket(ctx, "udp", p.opts.Listen)
-	if err != nil {
-		return fmt.Errorf("DNS proxy: %w", err)
-	}
-	l, err := lc.Listen(ctx, "tcp", p.opts.Listen)
-	if err != nil {
-		_ = pc.Close()
-		return fmt.Errorf("DNS proxy: %w", err)
-	}
+	pc, l, err := listen(ctx, p.opts.Listen)
 	p.mu.Lock()
-	p.addrs = []net.Addr{pc.LocalAddr(), l.Addr()}
+	if err == nil {
+		p.addrs = []net.Addr{pc.LocalAddr(), l.Addr()}
+	}
 	p.mu.Unlock()
 	close(p.ready)
+	if err != nil {
+		return fmt.Errorf("DNS proxy: %w", err)
+	}
 	servers := []*dns.Server{
 		{PacketConn: pc, Handler: p.handler("udp"), UDPSize: maxMessage},
 		{Listener: l, Handler: p.handler("tcp"), ReadTimeout: 5 * time.Second, WriteTimeout: 5 * time.Second},
@@ -287,3 +283,24 @@ func (noObserver) ObserveDNSUpstream(time.Duration, error)     {}
 func (noObserver) ObserveFQDNUpdate(int, time.Duration, error) {}
 func (noObserver) ObserveFQDNBound(string)                     {}
 func (noObserver) ObserveFQDNAllowed(int, int)                 {}
+
+// listen listens on addr with UDP and TCP, on the same port also when addr
+// asks for any port (tried a few times: a port free for UDP may be taken
+// for TCP).
+func listen(ctx context.Context, addr string) (net.PacketConn, net.Listener, error) {
+	var lc net.ListenConfig
+	for attempt := 0; ; attempt++ {
+		pc, err := lc.ListenPacket(ctx, "udp", addr)
+		if err != nil {
+			return nil, nil, err
+		}
+		l, err := lc.Listen(ctx, "tcp", pc.LocalAddr().String())
+		if err == nil {
+			return pc, l, nil
+		}
+		_ = pc.Close()
+		if _, port, _ := net.SplitHostPort(addr); port != "0" || attempt == 10 {
+			return nil, nil, err
+		}
+	}
+}
