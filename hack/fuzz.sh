@@ -15,6 +15,7 @@ targets=(
   ./pkg/apis/firewall/validation:FuzzDecodeFirewallExtensionConfig
   ./pkg/firewall/config:FuzzParse
   ./pkg/firewall/fqdn:FuzzMatches
+  ./pkg/firewall/dnsproxy:FuzzAnswerAddresses
 )
 for target in "${targets[@]}"; do
   pkg="${target%%:*}" fn="${target##*:}"
