@@ -134,6 +134,9 @@ func (p *Programmer) ReadFQDNSets() ([]FQDNSetContent, error) {
 	if err != nil {
 		return nil, err
 	}
+	if len(sets) == 0 {
+		return nil, nil
+	}
 	comments, err := p.setComments(table.Name)
 	if err != nil {
 		return nil, err
