@@ -13,6 +13,7 @@ import (
 	istionetworkingv1alpha3 "istio.io/client-go/pkg/apis/networking/v1alpha3"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/metal-firewall/gardener-extension-firewall/pkg/acl/envoy"
 	aclv1alpha1 "github.com/metal-firewall/gardener-extension-firewall/pkg/apis/acl/v1alpha1"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/constants"
 	"github.com/metal-firewall/gardener-extension-firewall/test/framework"
@@ -76,14 +77,19 @@ func (d *demo) showACL(ctx context.Context, s *seed) error {
 		filters = append(filters, envoyFilters(objs)...)
 	}
 	for _, ns := range st.IngressNamespaces {
-		objs, err := framework.ManagedResourceObjects(ctx, s.c, ns, constants.ACLSharedManagedResourceName)
+		objs, err := framework.ACLSharedObjects(ctx, s.c, ns)
 		if err != nil {
-			return fmt.Errorf("ManagedResource %s/%s: %w", ns, constants.ACLSharedManagedResourceName, err)
+			return fmt.Errorf("the shared ManagedResources in %s: %w", ns, err)
 		}
-		filters = append(filters, envoyFilters(objs)...)
+		for _, ef := range envoyFilters(objs) {
+			// The root holds the listener filters and the dispatch to the shards, no CIDRs.
+			if ef.Name != envoy.HTTPConnectEnvoyFilterName && strings.Contains(toJSONString(ef), "."+shootNamespace+".svc") {
+				filters = append(filters, ef)
+			}
+		}
 	}
 	if len(filters) < 2 {
-		return fmt.Errorf("%d EnvoyFilters generated in %s, want the shoot's and the shared one", len(filters), s.name)
+		return fmt.Errorf("%d EnvoyFilters generated in %s, want the shoot's and its shard of the shared one", len(filters), s.name)
 	}
 	for _, ef := range filters {
 		content, err := json.Marshal(ef)
@@ -143,4 +149,9 @@ func describe(ef *istionetworkingv1alpha3.EnvoyFilter) string {
 		return "no listener match"
 	}
 	return strings.Join(where, "; ")
+}
+
+func toJSONString(o any) string {
+	raw, _ := json.Marshal(o)
+	return string(raw)
 }

@@ -188,7 +188,7 @@ func (d *demo) checkMigratedOut(ctx context.Context, fwName string, state *runti
 		return fmt.Errorf("seed A still holds %d Firewalls and %d boot ServiceAccounts", len(fws), len(sas))
 	}
 	// The shared HTTP-CONNECT filter stays for other shoots, without this one.
-	shared, err := framework.ManagedResourceObjects(ctx, c, framework.IngressNamespace, constants.ACLSharedManagedResourceName)
+	shared, err := framework.ACLSharedObjects(ctx, c, framework.IngressNamespace)
 	if err != nil && !apierrors.IsNotFound(err) {
 		return err
 	}

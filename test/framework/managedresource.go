@@ -2,6 +2,8 @@ package framework
 
 import (
 	"context"
+	"sort"
+	"strings"
 
 	resourcesv1alpha1 "github.com/gardener/gardener/pkg/apis/resources/v1alpha1"
 	"github.com/gardener/gardener/pkg/client/kubernetes"
@@ -9,6 +11,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/metal-firewall/gardener-extension-firewall/pkg/constants"
 )
 
 // ManagedResourceObjects decodes the objects a seed ManagedResource carries:
@@ -41,4 +45,30 @@ func managedResourceObjects(ctx context.Context, c client.Client, namespace, nam
 		objs = append(objs, o...)
 	}
 	return objs, nil
+}
+
+// ACLSharedObjects decodes the objects of an ingress namespace's shared acl ManagedResources:
+// the root (listener filters and dispatch) first, then each shard's, by name. None is an empty
+// list, not an error.
+func ACLSharedObjects(ctx context.Context, c client.Client, namespace string) ([]client.Object, error) {
+	mrs := &resourcesv1alpha1.ManagedResourceList{}
+	if err := c.List(ctx, mrs, client.InNamespace(namespace)); err != nil {
+		return nil, err
+	}
+	var names []string
+	for _, mr := range mrs.Items {
+		if mr.Name == constants.ACLSharedManagedResourceName || strings.HasPrefix(mr.Name, constants.ACLSharedManagedResourceName+"-") {
+			names = append(names, mr.Name)
+		}
+	}
+	sort.Strings(names)
+	var out []client.Object
+	for _, name := range names {
+		objs, err := ManagedResourceObjects(ctx, c, namespace, name)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, objs...)
+	}
+	return out, nil
 }

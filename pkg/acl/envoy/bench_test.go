@@ -1,6 +1,7 @@
 package envoy
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/netip"
 	"testing"
@@ -28,20 +29,39 @@ func BenchmarkShootEnvoyFilter(b *testing.B) {
 	}
 }
 
-// BenchmarkHTTPConnectEnvoyFilter renders the shared filter for many shoots with 10 CIDRs each.
+// BenchmarkHTTPConnectEnvoyFilter shards many shoots with 10 CIDRs each and renders the root and every shard.
 func BenchmarkHTTPConnectEnvoyFilter(b *testing.B) {
-	for _, n := range []int{10, 100, 1000} {
+	for _, n := range []int{10, 100, 1000, 5000} {
 		b.Run(fmt.Sprintf("shoots=%d", n), func(b *testing.B) {
 			var shoots []ShootPolicy
 			for i := range n {
 				shoots = append(shoots, NewShootPolicy(fmt.Sprintf("shoot--p--%d", i), &validation.Policy{Action: "ALLOW", Type: "remote_ip", CIDRs: manyCIDRs(10)}, always))
 			}
 			b.ReportAllocs()
+			var shardCount, largest int
 			for b.Loop() {
-				if _, err := HTTPConnectEnvoyFilter("istio-ingress", nil, shoots); err != nil {
+				shards, err := Shards(shoots, ShardBudgetBytes)
+				if err != nil {
 					b.Fatal(err)
 				}
+				if _, err := HTTPConnectEnvoyFilter("istio-ingress", nil, shards); err != nil {
+					b.Fatal(err)
+				}
+				shardCount = len(shards)
+				for _, sh := range shards {
+					ef, err := ShardEnvoyFilter("istio-ingress", nil, sh)
+					if err != nil {
+						b.Fatal(err)
+					}
+					raw, err := json.Marshal(ef)
+					if err != nil {
+						b.Fatal(err)
+					}
+					largest = max(largest, len(raw))
+				}
 			}
+			b.ReportMetric(float64(shardCount), "shards")
+			b.ReportMetric(float64(largest), "largest-shard-bytes")
 		})
 	}
 }

@@ -11,11 +11,14 @@
 //     touched, so a change drains only the shoot's own connections, and the
 //     per-connection cost does not depend on the number of shoots.
 //   - The HTTP-CONNECT listeners (8443, the unified proxy of apiserver-proxy and
-//     VPN, and the legacy VPN port 8132) are shared by all shoots. One HTTP RBAC
-//     filter per ingress gateway, whatever the number of shoots, is configured
-//     through ECDS (an EXTENSION_CONFIG patch): an ACL change updates that
-//     extension config only, the listener stays as it is and no tunnel of any
-//     shoot is reset. The filter matches the shoot by X-Gardener-Destination.
+//     VPN, and the legacy VPN port 8132) are shared by all shoots. Each has one
+//     ACL HTTP filter, whatever the number of shoots, configured through ECDS
+//     (EXTENSION_CONFIG patches): an ACL change updates extension configs only,
+//     the listener stays as it is and no tunnel of any shoot is reset. The
+//     shoots' RBAC configs are sharded by namespace prefix (shards.go), each
+//     shard an ECDS resource and an EnvoyFilter of its own; the filter's config
+//     is a composite filter whose matcher picks the shard by a prefix lookup on
+//     the destination header (dispatch.go): one RBAC evaluation per request.
 package envoy
 
 import (
@@ -27,6 +30,7 @@ import (
 	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
 	rbacv3 "github.com/envoyproxy/go-control-plane/envoy/config/rbac/v3"
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
+	matchingv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/common/matching/v3"
 	httprbacv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/rbac/v3"
 	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
 	netrbacv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/rbac/v3"
@@ -56,8 +60,11 @@ const (
 
 	// NetworkFilterName is the name of the injected network RBAC filter; it marks what this extension added.
 	NetworkFilterName = "acl-metal-firewall-rbac"
-	// HTTPFilterName is the name of the shared HTTP RBAC filter and of its ECDS extension config.
+	// HTTPFilterName is the name of the ACL HTTP filter on the HTTP-CONNECT port (8443) and of its
+	// ECDS extension config; the shards' configs are named after it (ShardConfigName).
 	HTTPFilterName = "acl-metal-firewall-http-connect"
+	// LegacyHTTPFilterName is the ACL HTTP filter on the legacy VPN port (8132).
+	LegacyHTTPFilterName = "acl-metal-firewall-reversed-vpn"
 
 	hcmFilterName    = "envoy.filters.network.http_connection_manager"
 	routerFilterName = "envoy.filters.http.router"
@@ -131,33 +138,36 @@ func NetworkRBAC(s ShootPolicy) (*netrbacv3.RBAC, error) {
 	return cfg, nil
 }
 
-// MatcherBudgetBytes bounds the size of the matcher-tree form of the shared HTTP-CONNECT config.
-// The tree repeats a shoot's CIDRs for each of its destinations, and the whole config is one
-// ECDS resource inside one EnvoyFilter (and one ManagedResource Secret, at most 1 MiB).
-// Beyond the budget the compact policy-list form is used.
+// MatcherBudgetBytes bounds the size of the matcher-tree form of one HTTP-CONNECT RBAC config.
+// The tree repeats a shoot's CIDRs for each of its destinations. Beyond the budget the compact
+// policy-list form is used. Shards (ShardBudgetBytes) stay below it.
 const MatcherBudgetBytes = 512 << 10
 
-// HTTPConnectRBAC is the shared HTTP RBAC config of the HTTP-CONNECT listeners. Requests for
-// shoots without ACL pass. It decides with a matcher tree (HTTPConnectMatcher): one map lookup on
-// the destination header and one IP trie lookup per request, whatever the number of shoots. If
-// that form exceeds MatcherBudgetBytes, it falls back to one DENY policy per shoot ("destination
-// is this shoot and the client is not allowed"), 8-16 times smaller but evaluated shoot by shoot
-// (a few header comparisons each, the CIDRs only for the shoot addressed).
-func HTTPConnectRBAC(shoots []ShootPolicy) (*httprbacv3.RBAC, error) {
+// HTTPConnectRBAC is the HTTP RBAC config of an HTTP-CONNECT listener for the given shoots,
+// deciding on header (see HTTPConnectMatcher). Requests for shoots without ACL pass. It decides
+// with a matcher tree: one map lookup on the destination header and one IP trie lookup per
+// request, whatever the number of shoots. If that form exceeds MatcherBudgetBytes, it falls back
+// to one DENY policy per shoot ("destination is this shoot and the client is not allowed"),
+// 8-16 times smaller but evaluated shoot by shoot.
+func HTTPConnectRBAC(shoots []ShootPolicy, header string) (*httprbacv3.RBAC, error) {
+	return httpConnectRBAC(shoots, header, MatcherBudgetBytes)
+}
+
+func httpConnectRBAC(shoots []ShootPolicy, header string, matcherBudget int) (*httprbacv3.RBAC, error) {
 	cfg := &httprbacv3.RBAC{RulesStatPrefix: "acl_http_connect."}
 	restricted := false
 	for _, s := range shoots {
 		restricted = restricted || s.Restricts()
 	}
 	if restricted {
-		m, err := HTTPConnectMatcher(shoots)
+		m, err := HTTPConnectMatcher(shoots, header)
 		if err != nil {
 			return nil, err
 		}
-		if proto.Size(m) <= MatcherBudgetBytes {
+		if proto.Size(m) <= matcherBudget {
 			cfg.Matcher = m
 		} else {
-			cfg.Rules = httpConnectPolicies(shoots)
+			cfg.Rules = httpConnectPolicies(shoots, header)
 		}
 	}
 	if err := cfg.Validate(); err != nil {
@@ -167,7 +177,7 @@ func HTTPConnectRBAC(shoots []ShootPolicy) (*httprbacv3.RBAC, error) {
 }
 
 // httpConnectPolicies is the compact form: one DENY policy per restricted shoot.
-func httpConnectPolicies(shoots []ShootPolicy) *rbacv3.RBAC {
+func httpConnectPolicies(shoots []ShootPolicy, header string) *rbacv3.RBAC {
 	policies := map[string]*rbacv3.Policy{}
 	for _, s := range shoots {
 		if !s.Restricts() {
@@ -182,7 +192,7 @@ func httpConnectPolicies(shoots []ShootPolicy) *rbacv3.RBAC {
 		// Permissions are evaluated before principals: a request for another shoot costs a few
 		// header comparisons here, never the CIDR list.
 		policies[s.Namespace] = &rbacv3.Policy{
-			Permissions: []*rbacv3.Permission{destinationPermission(s.Namespace)},
+			Permissions: []*rbacv3.Permission{destinationPermission(s.Namespace, header)},
 			Principals:  []*rbacv3.Principal{principal},
 		}
 	}
@@ -190,13 +200,10 @@ func httpConnectPolicies(shoots []ShootPolicy) *rbacv3.RBAC {
 }
 
 // destinationPermission matches requests whose destination header names one of the shoot's Destinations.
-func destinationPermission(namespace string) *rbacv3.Permission {
-	var rules []*rbacv3.Permission
-	for _, h := range []string{DestinationHeader, LegacyDestinationHeader} {
-		rules = append(rules,
-			headerPermission(h, &matcherv3.StringMatcher{MatchPattern: &matcherv3.StringMatcher_Suffix{Suffix: "." + namespace + "." + clusterDomain}}),
-			headerPermission(h, &matcherv3.StringMatcher{MatchPattern: &matcherv3.StringMatcher_Exact{Exact: namespace + "--kube-apiserver-socket"}}),
-		)
+func destinationPermission(namespace, header string) *rbacv3.Permission {
+	rules := []*rbacv3.Permission{
+		headerPermission(header, &matcherv3.StringMatcher{MatchPattern: &matcherv3.StringMatcher_Suffix{Suffix: "." + namespace + "." + clusterDomain}}),
+		headerPermission(header, &matcherv3.StringMatcher{MatchPattern: &matcherv3.StringMatcher_Exact{Exact: namespace + "--kube-apiserver-socket"}}),
 	}
 	return &rbacv3.Permission{Rule: &rbacv3.Permission_OrRules{OrRules: &rbacv3.Permission_Set{Rules: rules}}}
 }
@@ -231,22 +238,20 @@ func NetworkFilter(s ShootPolicy) (*listenerv3.Filter, error) {
 	return f, nil
 }
 
-// HTTPConnectFilter is the shared HTTP filter entry: it takes its config from ECDS
-// (HTTPFilterName) and, until that arrives, allows everything (fail open: the gateway
-// must never wait for this extension's config to serve other traffic).
-func HTTPConnectFilter() (*hcmv3.HttpFilter, error) {
+// HTTPConnectFilter is the HTTP filter entry of one HTTP-CONNECT listener: it takes its config
+// from ECDS (the listener's FilterName: a dispatch to the shards, or an RBAC config) and, until
+// that arrives, allows everything (fail open: the gateway must never wait for this extension's
+// config to serve other traffic).
+func HTTPConnectFilter(l HTTPConnectListener) (*hcmv3.HttpFilter, error) {
 	def, err := anypb.New(&httprbacv3.RBAC{})
 	if err != nil {
 		return nil, err
 	}
-	f := &hcmv3.HttpFilter{Name: HTTPFilterName, ConfigType: &hcmv3.HttpFilter_ConfigDiscovery{ConfigDiscovery: &corev3.ExtensionConfigSource{
-		ConfigSource: &corev3.ConfigSource{
-			ConfigSourceSpecifier: &corev3.ConfigSource_Ads{Ads: &corev3.AggregatedConfigSource{}},
-			ResourceApiVersion:    corev3.ApiVersion_V3,
-		},
+	f := &hcmv3.HttpFilter{Name: l.FilterName, ConfigType: &hcmv3.HttpFilter_ConfigDiscovery{ConfigDiscovery: &corev3.ExtensionConfigSource{
+		ConfigSource:                     adsSource(),
 		DefaultConfig:                    def,
 		ApplyDefaultConfigWithoutWarming: true,
-		TypeUrls:                         []string{"type.googleapis.com/envoy.extensions.filters.http.rbac.v3.RBAC"},
+		TypeUrls:                         []string{typeURL(&matchingv3.ExtensionWithMatcher{}), typeURL(&httprbacv3.RBAC{})},
 	}}}
 	if err := f.Validate(); err != nil {
 		return nil, err
@@ -254,21 +259,15 @@ func HTTPConnectFilter() (*hcmv3.HttpFilter, error) {
 	return f, nil
 }
 
-// HTTPConnectExtensionConfig is the ECDS resource holding the shared HTTP RBAC config.
-func HTTPConnectExtensionConfig(shoots []ShootPolicy) (*corev3.TypedExtensionConfig, error) {
-	cfg, err := HTTPConnectRBAC(shoots)
-	if err != nil {
-		return nil, err
+func adsSource() *corev3.ConfigSource {
+	return &corev3.ConfigSource{
+		ConfigSourceSpecifier: &corev3.ConfigSource_Ads{Ads: &corev3.AggregatedConfigSource{}},
+		ResourceApiVersion:    corev3.ApiVersion_V3,
 	}
-	a, err := anypb.New(cfg)
-	if err != nil {
-		return nil, err
-	}
-	tec := &corev3.TypedExtensionConfig{Name: HTTPFilterName, TypedConfig: a}
-	if err := tec.Validate(); err != nil {
-		return nil, err
-	}
-	return tec, nil
+}
+
+func typeURL(m proto.Message) string {
+	return "type.googleapis.com/" + string(m.ProtoReflect().Descriptor().FullName())
 }
 
 // ToStruct renders a validated proto message as the struct an EnvoyFilter patch value holds,

@@ -9,17 +9,19 @@ import (
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
 	rbacv3 "github.com/envoyproxy/go-control-plane/envoy/config/rbac/v3"
+	matchingv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/common/matching/v3"
+	compositev3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/composite/v3"
 	httprbacv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/rbac/v3"
 	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
 	netrbacv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/rbac/v3"
-	networkinputsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/matching/common_inputs/network/v3"
-	matcherv3 "github.com/envoyproxy/go-control-plane/envoy/type/matcher/v3"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/structpb"
 	istioapinetworkingv1alpha3 "istio.io/api/networking/v1alpha3"
 
+	"github.com/metal-firewall/gardener-extension-firewall/pkg/acl/envoy/envoytest"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/apis/acl/validation"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/utils/cidr"
 )
@@ -71,9 +73,19 @@ var _ = Describe("ShootEnvoyFilter", func() {
 		ef, err := ShootEnvoyFilter("istio-ingress", map[string]string{"istio": "ingressgateway"}, []string{"api.a.p.example.com", "api.a.p.internal.example.com"}, allowPolicy())
 		Expect(err).NotTo(HaveOccurred())
 		Expect(ef.Name).To(Equal("acl-shoot--p--a"))
-		Expect(ef.Spec.ConfigPatches).To(HaveLen(2))
-		p := ef.Spec.ConfigPatches[1]
+		// Per host: remove the filter from the host's chain, then insert it first (once per chain,
+		// however Istio groups the hosts into chains).
+		Expect(ef.Spec.ConfigPatches).To(HaveLen(4))
+		for i, cp := range ef.Spec.ConfigPatches {
+			Expect(IsInjected(cp)).To(BeTrue(), "patch %d: %v", i, cp)
+		}
+		rm := ef.Spec.ConfigPatches[2]
+		Expect(rm.Patch.Operation).To(Equal(istioapinetworkingv1alpha3.EnvoyFilter_Patch_REMOVE), "unexpected patch %v", rm)
+		Expect(rm.Match.GetListener().GetFilterChain().GetSni()).To(Equal("api.a.p.internal.example.com"), "unexpected patch %v", rm)
+		Expect(rm.Match.GetListener().GetFilterChain().GetFilter().GetName()).To(Equal(NetworkFilterName), "unexpected patch %v", rm)
+		p := ef.Spec.ConfigPatches[3]
 		Expect(p.ApplyTo).To(Equal(istioapinetworkingv1alpha3.EnvoyFilter_NETWORK_FILTER), "unexpected patch %v", p)
+		Expect(p.Match.GetListener().GetFilterChain().GetFilter()).To(BeNil(), "the insertion matches the chain, not a filter: %v", p)
 		Expect(p.Match.GetListener().GetName()).To(Equal(TLSListenerName), "unexpected patch %v", p)
 		Expect(p.Match.GetListener().GetFilterChain().GetSni()).To(Equal("api.a.p.internal.example.com"), "unexpected patch %v", p)
 		Expect(p.Patch.Operation).To(Equal(istioapinetworkingv1alpha3.EnvoyFilter_Patch_INSERT_FIRST), "unexpected patch %v", p)
@@ -98,14 +110,18 @@ var _ = Describe("ShootEnvoyFilter", func() {
 })
 
 var _ = Describe("HTTPConnectEnvoyFilter", func() {
-	It("puts an ECDS HTTP filter on both ports whose matcher decides per shoot and client address", func() {
+	It("puts an ECDS HTTP filter on both ports whose dispatch and shard configs decide per shoot and client address", func() {
 		p, _ := validation.Parse([]byte(`{"rule":{"action":"DENY","type":"remote_ip","cidrs":["192.0.2.0/24"]}}`), validation.Limits{})
 		shoots := []ShootPolicy{allowPolicy(), NewShootPolicy("shoot--p--d", p, always)}
-		ef, err := HTTPConnectEnvoyFilter("istio-ingress", map[string]string{"istio": "ingressgateway"}, shoots)
+		shards, err := Shards(shoots, ShardBudgetBytes)
 		Expect(err).NotTo(HaveOccurred())
-		Expect(ef.Spec.ConfigPatches).To(HaveLen(3), "want HTTP filter on 8443 and 8132 and one extension config")
+		Expect(shards).To(HaveLen(1), "two shoots fit one shard")
+		ef, err := HTTPConnectEnvoyFilter("istio-ingress", map[string]string{"istio": "ingressgateway"}, shards)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(ef.Spec.ConfigPatches).To(HaveLen(4), "want an HTTP filter and its dispatch config for 8443 and for 8132")
+		configs := map[string]*corev3.TypedExtensionConfig{}
 		for i, port := range []uint32{HTTPConnectPort, LegacyVPNPort} {
-			cp := ef.Spec.ConfigPatches[i]
+			cp := ef.Spec.ConfigPatches[2*i]
 			Expect(cp.Match.GetListener().GetPortNumber()).To(Equal(port), "patch %d: %v", i, cp)
 			Expect(cp.Patch.Operation).To(Equal(istioapinetworkingv1alpha3.EnvoyFilter_Patch_INSERT_BEFORE), "patch %d: %v", i, cp)
 			data, _ := protojson.Marshal(cp.Patch.Value)
@@ -113,16 +129,24 @@ var _ = Describe("HTTPConnectEnvoyFilter", func() {
 			Expect(protojson.Unmarshal(data, hf)).To(Succeed())
 			Expect(hf.GetConfigDiscovery().GetConfigSource().GetAds()).NotTo(BeNil(), "HTTP filter does not use ECDS: %s", data)
 			Expect(hf.Validate()).To(Succeed(), "HTTP filter does not use ECDS: %s", data)
+			Expect(hf.GetName()).To(Equal(HTTPConnectListeners[i].FilterName))
+			ext := ef.Spec.ConfigPatches[2*i+1]
+			Expect(ext.ApplyTo).To(Equal(istioapinetworkingv1alpha3.EnvoyFilter_EXTENSION_CONFIG), "%v", ext)
+			tec := extensionConfigOf(ext.Patch.Value)
+			Expect(tec.GetName()).To(Equal(hf.GetName()), "the filter's config is served under its name")
+			configs[tec.GetName()] = tec
 		}
-		ext := ef.Spec.ConfigPatches[2]
-		Expect(ext.ApplyTo).To(Equal(istioapinetworkingv1alpha3.EnvoyFilter_EXTENSION_CONFIG), "%v", ext)
-		data, _ := protojson.Marshal(ext.Patch.Value)
-		tec := &corev3.TypedExtensionConfig{}
-		Expect(protojson.Unmarshal(data, tec)).To(Succeed())
-		rbac := &httprbacv3.RBAC{}
-		Expect(tec.GetTypedConfig().UnmarshalTo(rbac)).To(Succeed())
-		Expect(rbac.GetRules()).To(BeNil(), "want a matcher tree, got %v", rbac)
-		Expect(rbac.GetMatcher()).NotTo(BeNil(), "want a matcher tree, got %v", rbac)
+		shard, err := ShardEnvoyFilter("istio-ingress", nil, shards[0])
+		Expect(err).NotTo(HaveOccurred())
+		Expect(shard.Spec.ConfigPatches).To(HaveLen(2), "one RBAC config per port")
+		for _, cp := range shard.Spec.ConfigPatches {
+			tec := extensionConfigOf(cp.Patch.Value)
+			rbac := &httprbacv3.RBAC{}
+			Expect(tec.GetTypedConfig().UnmarshalTo(rbac)).To(Succeed())
+			Expect(rbac.GetRules()).To(BeNil(), "want a matcher tree, got %v", rbac)
+			Expect(rbac.GetMatcher()).NotTo(BeNil(), "want a matcher tree, got %v", rbac)
+			configs[tec.GetName()] = tec
+		}
 
 		const dh = "X-Gardener-Destination"
 		for _, tc := range []struct {
@@ -145,55 +169,76 @@ var _ = Describe("HTTPConnectEnvoyFilter", func() {
 			{dh, "outbound|443||kube-apiserver.shoot--p--d.svc.cluster.local", "10.250.0.1", rbacv3.RBAC_ALLOW},
 			{"other", "x", "8.8.8.8", rbacv3.RBAC_ALLOW},
 		} {
-			got := decide(rbac.GetMatcher(), map[string]string{tc.header: tc.value}, netip.MustParseAddr(tc.ip))
+			// Each header is the one its port routes by.
+			l := HTTPConnectListeners[0]
+			if tc.header == "reversed-vpn" {
+				l = HTTPConnectListeners[1]
+			}
+			got := decideListener(configs, l, map[string]string{tc.header: tc.value}, netip.MustParseAddr(tc.ip))
 			Expect(got).To(Equal(tc.want), "%s=%s from %s", tc.header, tc.value, tc.ip)
 		}
+
+		By("deciding on the header the port routes by, never on the other one")
+		// On 8132 the route follows Reversed-VPN: a destination header naming a shoot the client
+		// may reach must not let it through to another shoot.
+		req := map[string]string{dh: "outbound|443||kube-apiserver.shoot--p--a.svc.cluster.local", "Reversed-VPN": "outbound|1194||vpn-seed-server.shoot--p--d.svc.cluster.local"}
+		Expect(decideListener(configs, HTTPConnectListeners[1], req, netip.MustParseAddr("192.0.2.5"))).To(Equal(rbacv3.RBAC_DENY))
+		req = map[string]string{dh: "outbound|443||kube-apiserver.shoot--p--d.svc.cluster.local", "Reversed-VPN": "outbound|1194||vpn-seed-server.shoot--p--a.svc.cluster.local"}
+		Expect(decideListener(configs, HTTPConnectListeners[1], req, netip.MustParseAddr("8.8.8.8"))).To(Equal(rbacv3.RBAC_DENY))
 	})
 })
 
-// decide evaluates the matcher shapes HTTPConnectMatcher builds, as Envoy does: a header input
-// looked up in an exact-match map, a client address input matched by an IP trie, actions of type
-// envoy.config.rbac.v3.Action, on_no_match when nothing matches.
+func extensionConfigOf(v *structpb.Struct) *corev3.TypedExtensionConfig {
+	GinkgoHelper()
+	data, err := protojson.Marshal(v)
+	Expect(err).NotTo(HaveOccurred())
+	tec := &corev3.TypedExtensionConfig{}
+	Expect(protojson.Unmarshal(data, tec)).To(Succeed())
+	return tec
+}
+
+// decideListener evaluates a request on a listener as Envoy would with the served configs: the
+// listener's config (a dispatch, or an RBAC config), and the shard's RBAC config it selects.
+func decideListener(configs map[string]*corev3.TypedExtensionConfig, l HTTPConnectListener, headers map[string]string, ip netip.Addr) rbacv3.RBAC_Action {
+	GinkgoHelper()
+	root := configs[l.FilterName]
+	Expect(root).NotTo(BeNil(), "no config %s", l.FilterName)
+	inner, err := root.GetTypedConfig().UnmarshalNew()
+	Expect(err).NotTo(HaveOccurred())
+	rbac, ok := inner.(*httprbacv3.RBAC)
+	if !ok {
+		ewm := inner.(*matchingv3.ExtensionWithMatcher)
+		action, err := envoytest.Select(ewm.GetXdsMatcher(), envoytest.Request{Headers: headers, Client: ip})
+		Expect(err).NotTo(HaveOccurred())
+		if action == nil {
+			return rbacv3.RBAC_ALLOW
+		}
+		exec := &compositev3.ExecuteFilterAction{}
+		Expect(action.GetTypedConfig().UnmarshalTo(exec)).To(Succeed())
+		shard := configs[exec.GetDynamicConfig().GetName()]
+		Expect(shard).NotTo(BeNil(), "no shard config %s", exec.GetDynamicConfig().GetName())
+		rbac = &httprbacv3.RBAC{}
+		Expect(shard.GetTypedConfig().UnmarshalTo(rbac)).To(Succeed())
+	}
+	allowed, err := envoytest.Allowed(rbac, envoytest.Request{Headers: headers, Client: ip})
+	Expect(err).NotTo(HaveOccurred())
+	if allowed {
+		return rbacv3.RBAC_ALLOW
+	}
+	return rbacv3.RBAC_DENY
+}
+
+// decide evaluates the matcher as Envoy does (envoytest.Decide).
 func decide(m *xdsmatcherv3.Matcher, headers map[string]string, ip netip.Addr) rbacv3.RBAC_Action {
 	GinkgoHelper()
-	onMatch := func(om *xdsmatcherv3.Matcher_OnMatch) rbacv3.RBAC_Action {
-		Expect(om).NotTo(BeNil(), "no match and no on_no_match")
-		if next := om.GetMatcher(); next != nil {
-			return decide(next, headers, ip)
-		}
-		a := &rbacv3.Action{}
-		Expect(om.GetAction().GetTypedConfig().UnmarshalTo(a)).To(Succeed())
-		return a.GetAction()
-	}
-	tree := m.GetMatcherTree()
-	input, err := tree.GetInput().GetTypedConfig().UnmarshalNew()
+	a, err := envoytest.Decide(m, envoytest.Request{Headers: headers, Client: ip})
 	Expect(err).NotTo(HaveOccurred())
-	switch in := input.(type) {
-	case *matcherv3.HttpRequestHeaderMatchInput:
-		value, ok := headers[in.GetHeaderName()]
-		if om, found := tree.GetExactMatchMap().GetMap()[value]; ok && found {
-			return onMatch(om)
-		}
-	case *networkinputsv3.SourceIPInput, *networkinputsv3.DirectSourceIPInput:
-		ipm := &xdsmatcherv3.IPMatcher{}
-		Expect(tree.GetCustomMatch().GetTypedConfig().UnmarshalTo(ipm)).To(Succeed())
-		for _, rm := range ipm.GetRangeMatchers() {
-			for _, r := range rm.GetRanges() {
-				p := netip.PrefixFrom(netip.MustParseAddr(r.GetAddressPrefix()), int(r.GetPrefixLen().GetValue()))
-				if p.Contains(ip) {
-					return onMatch(rm.GetOnMatch())
-				}
-			}
-		}
-	default:
-		Fail(fmt.Sprintf("unexpected input %T", input))
-	}
-	return onMatch(m.GetOnNoMatch())
+	return a
 }
 
 var _ = Describe("HTTPConnectRBAC", func() {
 	It("allows everything without shoots", func() {
-		cfg, err := HTTPConnectRBAC(nil)
+		cfg, err := HTTPConnectRBAC(nil, DestinationHeader)
 		Expect(err).NotTo(HaveOccurred())
 		Expect(cfg.GetRules()).To(BeNil(), "%v", cfg)
 		Expect(cfg.GetMatcher()).To(BeNil(), "%v", cfg)
@@ -204,7 +249,7 @@ var _ = Describe("HTTPConnectRBAC", func() {
 		for i := range 60 {
 			shoots = append(shoots, NewShootPolicy(fmt.Sprintf("shoot--p--%d", i), &validation.Policy{Action: "ALLOW", Type: "remote_ip", CIDRs: manyCIDRs(100)}, always))
 		}
-		cfg, err := HTTPConnectRBAC(shoots)
+		cfg, err := HTTPConnectRBAC(shoots, DestinationHeader)
 		Expect(err).NotTo(HaveOccurred())
 		Expect(cfg.GetMatcher()).To(BeNil(), "want the policy form for 60 shoots with 100 CIDRs each")
 		Expect(cfg.GetRules().GetPolicies()).To(HaveLen(60), "want the policy form for 60 shoots with 100 CIDRs each")
@@ -213,7 +258,7 @@ var _ = Describe("HTTPConnectRBAC", func() {
 		p := cfg.GetRules().GetPolicies()["shoot--p--7"]
 		Expect(p.GetPrincipals()[0].GetNotId()).NotTo(BeNil(), "an ALLOW shoot's policy must deny clients not listed: %v", p)
 		pj, _ := protojson.Marshal(p.GetPermissions()[0])
-		for _, want := range []string{"X-Gardener-Destination", ".shoot--p--7.svc.cluster.local", "shoot--p--7--kube-apiserver-socket", "reversed-vpn"} {
+		for _, want := range []string{"X-Gardener-Destination", ".shoot--p--7.svc.cluster.local", "shoot--p--7--kube-apiserver-socket"} {
 			Expect(string(pj)).To(ContainSubstring(want), "permission lacks %q", want)
 		}
 	})

@@ -34,11 +34,13 @@ func Destinations(namespace string) []string {
 	return out
 }
 
-// HTTPConnectMatcher is the RBAC decision of the shared HTTP-CONNECT filter as a matcher tree:
-// an exact-match map from the destination header to the shoot's IP trie, so the cost of a request
+// HTTPConnectMatcher is the RBAC decision of an HTTP-CONNECT listener as a matcher tree: an
+// exact-match map from the destination header to the shoot's IP trie, so the cost of a request
 // does not grow with the number of shoots. Requests for shoots without ACL match no entry and are
-// allowed.
-func HTTPConnectMatcher(shoots []ShootPolicy) (*xdsmatcherv3.Matcher, error) {
+// allowed. The tree reads the one header the listener routes by (DestinationHeader on 8443,
+// LegacyDestinationHeader on 8132): deciding on another header than the route's would let a
+// client pass with a shoot it may reach and be routed to another.
+func HTTPConnectMatcher(shoots []ShootPolicy, header string) (*xdsmatcherv3.Matcher, error) {
 	allow, err := rbacAction("allow", rbacv3.RBAC_ALLOW)
 	if err != nil {
 		return nil, err
@@ -56,22 +58,16 @@ func HTTPConnectMatcher(shoots []ShootPolicy) (*xdsmatcherv3.Matcher, error) {
 			entries[d] = &xdsmatcherv3.Matcher_OnMatch{OnMatch: &xdsmatcherv3.Matcher_OnMatch_Matcher{Matcher: m}}
 		}
 	}
-	// The legacy VPN port carries the destination in another header; the same map serves both.
-	var matcher *xdsmatcherv3.Matcher
-	onNoMatch := &xdsmatcherv3.Matcher_OnMatch{OnMatch: &xdsmatcherv3.Matcher_OnMatch_Action{Action: allow}}
-	for _, header := range []string{LegacyDestinationHeader, DestinationHeader} {
-		input, err := typedConfig("destination", &matcherv3.HttpRequestHeaderMatchInput{HeaderName: header})
-		if err != nil {
-			return nil, err
-		}
-		matcher = &xdsmatcherv3.Matcher{
-			MatcherType: &xdsmatcherv3.Matcher_MatcherTree_{MatcherTree: &xdsmatcherv3.Matcher_MatcherTree{
-				Input:    input,
-				TreeType: &xdsmatcherv3.Matcher_MatcherTree_ExactMatchMap{ExactMatchMap: &xdsmatcherv3.Matcher_MatcherTree_MatchMap{Map: entries}},
-			}},
-			OnNoMatch: onNoMatch,
-		}
-		onNoMatch = &xdsmatcherv3.Matcher_OnMatch{OnMatch: &xdsmatcherv3.Matcher_OnMatch_Matcher{Matcher: matcher}}
+	input, err := typedConfig("destination", &matcherv3.HttpRequestHeaderMatchInput{HeaderName: header})
+	if err != nil {
+		return nil, err
+	}
+	matcher := &xdsmatcherv3.Matcher{
+		MatcherType: &xdsmatcherv3.Matcher_MatcherTree_{MatcherTree: &xdsmatcherv3.Matcher_MatcherTree{
+			Input:    input,
+			TreeType: &xdsmatcherv3.Matcher_MatcherTree_ExactMatchMap{ExactMatchMap: &xdsmatcherv3.Matcher_MatcherTree_MatchMap{Map: entries}},
+		}},
+		OnNoMatch: &xdsmatcherv3.Matcher_OnMatch{OnMatch: &xdsmatcherv3.Matcher_OnMatch_Action{Action: allow}},
 	}
 	if err := matcher.Validate(); err != nil {
 		return nil, err

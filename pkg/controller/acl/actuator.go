@@ -24,6 +24,9 @@ import (
 type Config struct {
 	// AlwaysAllowedCIDRs are allowed for every shoot in addition to the computed ones.
 	AlwaysAllowedCIDRs []string
+	// SeedEgressCIDRs are the seed's egress CIDRs, always allowed for the shoots whose ingress
+	// gateway runs behind a load balancer in ipMode Proxy (besides those a ManagedSeed reports).
+	SeedEgressCIDRs []string
 	// Limits bound what a shoot owner may configure.
 	Limits validation.Limits
 }
@@ -36,6 +39,9 @@ type actuator struct {
 	always []netip.Prefix
 	// shared coalesces the rebuilds of the shared filters (shared.go).
 	shared sharedRebuilds
+	// deployed remembers what each shard's ManagedResource holds, so that a rebuild writes the
+	// shards that changed only (shards.go). Rebuilds run one at a time.
+	deployed map[string]string
 }
 
 // NewActuator returns the actuator of the acl extension. reader should be uncached (the manager's
@@ -48,6 +54,11 @@ func NewActuator(c client.Client, reader client.Reader, cfg Config) (extension.A
 			return nil, fmt.Errorf("operator's always-allowed CIDR %q: %w", s, err)
 		}
 		always = append(always, p)
+	}
+	for _, s := range cfg.SeedEgressCIDRs {
+		if _, err := cidr.Parse(strings.TrimSpace(s)); err != nil {
+			return nil, fmt.Errorf("operator's seed egress CIDR %q: %w", s, err)
+		}
 	}
 	return &actuator{client: c, reader: reader, config: cfg, always: always}, nil
 }
@@ -68,11 +79,11 @@ func (a *actuator) Reconcile(ctx context.Context, log logr.Logger, ex *extension
 	if err != nil {
 		return fmt.Errorf("reading the Cluster: %w", err)
 	}
-	always, err := a.alwaysAllowed(ctx, ex.Namespace, cluster)
+	ingresses, err := a.ingresses(ctx, ex.Namespace, seedIngressDomain(cluster.Seed))
 	if err != nil {
 		return err
 	}
-	ingresses, err := a.ingresses(ctx, ex.Namespace, seedIngressDomain(cluster.Seed))
+	always, err := a.alwaysAllowed(ctx, ex.Namespace, cluster, ingresses)
 	if err != nil {
 		return err
 	}

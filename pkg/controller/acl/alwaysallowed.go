@@ -17,9 +17,20 @@ import (
 
 // alwaysAllowed are the CIDRs no shoot can lock out: seed nodes and pods, shoot nodes (spec and
 // status, all IP families), the shoot's egress CIDRs (shoot status and Infrastructure status) and
-// the operator's.
-func (a *actuator) alwaysAllowed(ctx context.Context, namespace string, cluster *extensionscontroller.Cluster) ([]netip.Prefix, error) {
+// the operator's; and the seed's egress CIDRs when one of the shoot's ingress gateways sits behind
+// a load balancer in ipMode Proxy (proxymode.go).
+func (a *actuator) alwaysAllowed(ctx context.Context, namespace string, cluster *extensionscontroller.Cluster, ingresses []ingress) ([]netip.Prefix, error) {
 	var cidrs []string
+	for _, in := range ingresses {
+		if in.proxyMode {
+			egress, err := a.seedEgressCIDRs(ctx)
+			if err != nil {
+				return nil, err
+			}
+			cidrs = append(cidrs, egress...)
+			break
+		}
+	}
 	if cluster.Seed != nil {
 		n := cluster.Seed.Spec.Networks
 		if n.Nodes != nil {

@@ -32,7 +32,7 @@ var _ = Describe("alwaysAllowed", func() {
 				}},
 			},
 		}
-		got, err := a.alwaysAllowed(context.Background(), "shoot--p--a", cluster)
+		got, err := a.alwaysAllowed(context.Background(), "shoot--p--a", cluster, nil)
 		Expect(err).NotTo(HaveOccurred())
 		Expect(cidr.Strings(got)).To(Equal([]string{"10.1.0.0/16", "10.2.0.0/16", "10.250.0.0/16", "10.251.0.0/16", "192.0.2.0/28", "198.51.100.0/30", "203.0.113.7/32", "2001:db8:250::/64", "fd00:1::/64"}))
 	})

@@ -24,6 +24,8 @@ type ingress struct {
 	namespace string
 	selector  map[string]string
 	hosts     []string
+	// proxyMode: a Service of the gateway has a load balancer in ipMode Proxy (proxymode.go).
+	proxyMode bool
 }
 
 // ingresses finds the Istio ingress namespaces that serve the shoot's kube-apiserver and
@@ -49,8 +51,11 @@ func (a *actuator) ingresses(ctx context.Context, namespace, ingressDomain strin
 			return nil, fmt.Errorf("listing ingress gateway Services: %w", err)
 		}
 		namespaces := []string{}
-		for _, svc := range services.Items {
+		proxied := map[string]bool{}
+		for i := range services.Items {
+			svc := &services.Items[i]
 			namespaces = append(namespaces, svc.Namespace)
+			proxied[svc.Namespace] = proxied[svc.Namespace] || proxyMode(svc)
 		}
 		if len(namespaces) == 0 {
 			namespaces = append(namespaces, constants.DefaultIngressNamespace)
@@ -62,6 +67,7 @@ func (a *actuator) ingresses(ctx context.Context, namespace, ingressDomain strin
 				byNamespace[ns] = in
 			}
 			in.hosts = append(in.hosts, hosts...)
+			in.proxyMode = in.proxyMode || proxied[ns]
 		}
 	}
 	var out []ingress

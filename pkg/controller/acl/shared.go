@@ -2,7 +2,6 @@ package acl
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"slices"
 	"sort"
@@ -14,9 +13,6 @@ import (
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/acl/providerstatus"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/constants"
 )
-
-// maxSharedEnvoyFilterBytes keeps the shared EnvoyFilter below etcd's default request limit (1.5 MiB).
-const maxSharedEnvoyFilterBytes = 1400 << 10
 
 // sharedRebuilds coalesces the rebuilds of the shared filters. A rebuild lists every acl
 // Extension and renders one object for all of a gateway's ACL shoots, so its cost grows with the
@@ -104,27 +100,9 @@ func (a *actuator) rebuildShared(ctx context.Context, namespaces []string) error
 				selector = st.Selectors[ns]
 			}
 		}
-		if len(shoots) == 0 {
-			if err := newEnvoyFilters(a.client, ns, constants.ACLSharedManagedResourceName).Destroy(ctx); err != nil {
-				return err
-			}
-			continue
-		}
 		sort.Slice(shoots, func(i, j int) bool { return shoots[i].Namespace < shoots[j].Namespace })
-		ef, err := envoy.HTTPConnectEnvoyFilter(ns, selector, shoots)
-		if err != nil {
+		if err := a.deployShards(ctx, ns, selector, shoots); err != nil {
 			return err
-		}
-		// One object holds every ACL shoot's CIDRs of this gateway; say so clearly before the
-		// kube-apiserver (request size) or etcd refuse it.
-		if raw, err := json.Marshal(ef); err != nil {
-			return err
-		} else if len(raw) > maxSharedEnvoyFilterBytes {
-			return fmt.Errorf("the shared EnvoyFilter %s/%s would be %d bytes for %d ACL shoots, more than %d: lower the CIDR limit or spread the shoots over ingress gateways",
-				ns, ef.Name, len(raw), len(shoots), maxSharedEnvoyFilterBytes)
-		}
-		if err := newEnvoyFilters(a.client, ns, constants.ACLSharedManagedResourceName, ef).Deploy(ctx); err != nil {
-			return fmt.Errorf("deploying the shared EnvoyFilter in %s: %w", ns, err)
 		}
 	}
 	return nil

@@ -10,7 +10,9 @@ import (
 	"crypto/rsa"
 	"crypto/x509"
 	"crypto/x509/pkix"
+	"encoding/base64"
 	"encoding/pem"
+	"errors"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -29,12 +31,16 @@ import (
 
 	firewallv1alpha1 "github.com/metal-firewall/gardener-extension-firewall/pkg/apis/firewall/v1alpha1"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/controller/csrapprover"
+	"github.com/metal-firewall/gardener-extension-firewall/pkg/credentials"
+	"github.com/metal-firewall/gardener-extension-firewall/pkg/utils/seal"
 )
 
 const (
 	namespace = "shoot--p--s"
 	fwName    = "shoot-firewall-0"
 	csrName   = "firewall-csr"
+	// bootNamespace is the extension's namespace, where boot ServiceAccounts live.
+	bootNamespace = "extension-firewall-x1"
 )
 
 // scenario is one CSR and the seed it is decided in.
@@ -53,22 +59,42 @@ type scenario struct {
 	firewall   *firewallv1alpha1.Firewall // nil: no Firewall in the seed
 	sarAllowed bool
 	sarReason  string
+	patchFails bool // writing the Firewall fails
 }
 
-// bootstrapping is the first CSR of the firewall's agent, with its
-// bootstrap token: the request the approver exists for.
+// bootstrapping is the first CSR of the firewall's agent, with the token of
+// its boot ServiceAccount: the request the approver exists for.
 func bootstrapping() *scenario {
 	return &scenario{
 		key:        ecKey(elliptic.P256()),
 		subject:    pkix.Name{CommonName: firewallv1alpha1.AgentUserName(namespace, fwName), Organization: []string{firewallv1alpha1.AgentGroup(namespace)}},
-		username:   "system:bootstrap:abcdef",
-		groups:     []string{"system:bootstrappers", firewallv1alpha1.BootstrapGroup(namespace, fwName), "system:authenticated"},
+		username:   credentials.BootUser(bootNamespace, namespace, fwName),
+		groups:     append(credentials.BootGroups(bootNamespace), "system:authenticated"),
 		usages:     []certificatesv1.KeyUsage{certificatesv1.UsageDigitalSignature, certificatesv1.UsageClientAuth},
 		expiration: ptr.To[int32](3600),
 		signer:     certificatesv1.KubeAPIServerClientSignerName,
 		firewall:   &firewallv1alpha1.Firewall{ObjectMeta: metav1.ObjectMeta{Name: fwName, Namespace: namespace}},
 		sarAllowed: true,
 	}
+}
+
+// keyDER is the PKIX DER of the scenario key's public half.
+func (s *scenario) keyDER() []byte {
+	GinkgoHelper()
+	der, err := x509.MarshalPKIXPublicKey(s.key.Public())
+	Expect(err).NotTo(HaveOccurred())
+	return der
+}
+
+// pin is the annotation value the approver writes for the scenario's key.
+func (s *scenario) pin() string { return base64.StdEncoding.EncodeToString(s.keyDER()) }
+
+// annotate sets an annotation on the scenario's Firewall.
+func (s *scenario) annotate(key, value string) {
+	if s.firewall.Annotations == nil {
+		s.firewall.Annotations = map[string]string{}
+	}
+	s.firewall.Annotations[key] = value
 }
 
 func ecKey(curve elliptic.Curve) crypto.Signer {
@@ -128,6 +154,7 @@ type world struct {
 	client      client.Client
 	reviews     []*authorizationv1.SubjectAccessReview
 	subresource []string // the subresources written
+	writes      []string // the writes, in order: "patch Firewall", "approval"
 }
 
 func newWorld(s *scenario, csr *certificatesv1.CertificateSigningRequest) *world {
@@ -151,8 +178,18 @@ func newWorld(s *scenario, csr *certificatesv1.CertificateSigningRequest) *world
 				}
 				return c.Create(ctx, obj, opts...)
 			},
+			Patch: func(ctx context.Context, c client.WithWatch, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
+				if _, ok := obj.(*firewallv1alpha1.Firewall); ok {
+					if s.patchFails {
+						return errors.New("injected")
+					}
+					w.writes = append(w.writes, "patch Firewall")
+				}
+				return c.Patch(ctx, obj, patch, opts...)
+			},
 			SubResourceUpdate: func(ctx context.Context, c client.Client, sub string, obj client.Object, opts ...client.SubResourceUpdateOption) error {
 				w.subresource = append(w.subresource, sub)
+				w.writes = append(w.writes, sub)
 				return c.SubResource(sub).Update(ctx, obj, opts...)
 			},
 		}).Build()
@@ -164,7 +201,7 @@ func decide(s *scenario) (decision, *world) {
 	GinkgoHelper()
 	csr := s.csr()
 	w := newWorld(s, csr)
-	r := &csrapprover.Reconciler{Client: w.client, MaxDuration: csrapprover.DefaultMaxDuration}
+	r := &csrapprover.Reconciler{Client: w.client, BootNamespace: bootNamespace, MaxDuration: csrapprover.DefaultMaxDuration}
 	res, err := r.Reconcile(context.Background(), reconcile.Request{NamespacedName: client.ObjectKey{Name: csrName}})
 	Expect(err).NotTo(HaveOccurred())
 	Expect(res).To(Equal(reconcile.Result{}))
@@ -199,12 +236,24 @@ var _ = Describe("Reconciler", func() {
 				Expect(w.reviews).To(BeEmpty(), "decided before asking the API")
 			}
 		},
-		Entry("the firewall's own bootstrap token: approved",
+		Entry("the firewall's own boot ServiceAccount: approved",
 			func(*scenario) {}, approved(), true),
 		Entry("renewal with the firewall's own certificate: approved",
 			func(s *scenario) {
 				s.username = firewallv1alpha1.AgentUserName(namespace, fwName)
 				s.groups = []string{firewallv1alpha1.AgentGroup(namespace), "system:authenticated"}
+			}, approved(), true),
+		Entry("renewal with the pinned key: approved",
+			func(s *scenario) {
+				s.username = firewallv1alpha1.AgentUserName(namespace, fwName)
+				s.groups = []string{firewallv1alpha1.AgentGroup(namespace), "system:authenticated"}
+				s.annotate(firewallv1alpha1.AnnotationAgentKey, s.pin())
+			}, approved(), true),
+		Entry("the boot ServiceAccount after a migration, with the pinned key: approved",
+			func(s *scenario) { s.annotate(firewallv1alpha1.AnnotationAgentKey, s.pin()) }, approved(), true),
+		Entry("another key revoked: approved",
+			func(s *scenario) {
+				s.annotate(firewallv1alpha1.AnnotationRevokedAgentKey, seal.KeyID([]byte("another key")))
 			}, approved(), true),
 		Entry("key encipherment besides client auth: approved",
 			func(s *scenario) { s.usages = append(s.usages, certificatesv1.UsageKeyEncipherment) }, approved(), true),
@@ -221,18 +270,28 @@ var _ = Describe("Reconciler", func() {
 		Entry("the longest validity: approved",
 			func(s *scenario) { s.expiration = ptr.To(int32(csrapprover.DefaultMaxDuration.Seconds())) }, approved(), true),
 
-		Entry("a bootstrap token of another firewall's group: denied",
+		Entry("a bootstrap token, even one of the firewall's former group: denied",
 			func(s *scenario) {
-				s.groups = []string{"system:bootstrappers", firewallv1alpha1.BootstrapGroup(namespace, "shoot-firewall-1")}
-			}, denied(`requester "system:bootstrap:abcdef" is neither firewall:shoot--p--s:shoot-firewall-0 nor a bootstrap token of group`), false),
+				s.username = "system:bootstrap:abcdef"
+				s.groups = []string{"system:bootstrappers", "system:bootstrappers:firewall:shoot--p--s:shoot-firewall-0", "system:authenticated"}
+			}, denied(`requester "system:bootstrap:abcdef" is neither firewall:shoot--p--s:shoot-firewall-0 nor `+
+				`system:serviceaccount:extension-firewall-x1:firewall-boot.shoot--p--s.shoot-firewall-0`), false),
+		Entry("another firewall's boot ServiceAccount: denied",
+			func(s *scenario) { s.username = credentials.BootUser(bootNamespace, namespace, "shoot-firewall-1") },
+			denied(`requester "system:serviceaccount:extension-firewall-x1:firewall-boot.shoot--p--s.shoot-firewall-1" is neither`), false),
+		Entry("a ServiceAccount of the boot name in another namespace: denied",
+			func(s *scenario) {
+				s.username = credentials.BootUser(namespace, namespace, fwName)
+				s.groups = append(credentials.BootGroups(namespace), "system:authenticated")
+			}, denied(`requester "system:serviceaccount:shoot--p--s:firewall-boot.shoot--p--s.shoot-firewall-0" is neither`), false),
 		Entry("another firewall's certificate: denied",
 			func(s *scenario) {
 				s.username, s.groups = firewallv1alpha1.AgentUserName(namespace, "shoot-firewall-1"), nil
 			},
 			denied(`requester "firewall:shoot--p--s:shoot-firewall-1" is neither`), false),
-		Entry("the bootstrap group without a bootstrap token: denied",
-			func(s *scenario) { s.username = "system:serviceaccount:kube-system:default" },
-			denied(`requester "system:serviceaccount:kube-system:default" is neither`), false),
+		Entry("the boot groups without the boot ServiceAccount: denied",
+			func(s *scenario) { s.username = "system:serviceaccount:" + bootNamespace + ":default" },
+			denied(`requester "system:serviceaccount:extension-firewall-x1:default" is neither`), false),
 		Entry("a wrong organization: denied",
 			func(s *scenario) { s.subject.Organization = []string{"system:masters"} },
 			denied(`subject O must be ["firewall:shoot--p--s"], got ["system:masters"]`), false),
@@ -267,9 +326,34 @@ var _ = Describe("Reconciler", func() {
 			func(s *scenario) {
 				s.firewall.Annotations = map[string]string{firewallv1alpha1.AnnotationPaused: "true"}
 			}, denied("Firewall shoot--p--s/shoot-firewall-0 is paused"), false),
+		Entry("a Firewall being deleted: denied",
+			func(s *scenario) {
+				s.firewall.Finalizers = []string{"firewall.metal-firewall.io/machine"}
+				s.firewall.DeletionTimestamp = ptr.To(metav1.Now())
+			}, denied("Firewall shoot--p--s/shoot-firewall-0 is being deleted"), false),
 		Entry("a requester the SubjectAccessReview turns away: denied",
 			func(s *scenario) { s.sarAllowed, s.sarReason = false, "no RBAC policy matched" },
-			denied(`requester "system:bootstrap:abcdef" may not create certificatesigningrequests/firewallclient: no RBAC policy matched`), true),
+			denied(`requester "system:serviceaccount:extension-firewall-x1:firewall-boot.shoot--p--s.shoot-firewall-0" may not create certificatesigningrequests/firewallclient: no RBAC policy matched`), true),
+		Entry("a key other than the pinned one: denied",
+			func(s *scenario) {
+				s.annotate(firewallv1alpha1.AnnotationAgentKey, s.pin())
+				s.key = ecKey(elliptic.P256())
+			}, denied("is not the key"), true),
+		Entry("a renewal with a key other than the pinned one: denied",
+			func(s *scenario) {
+				s.username = firewallv1alpha1.AgentUserName(namespace, fwName)
+				s.annotate(firewallv1alpha1.AnnotationAgentKey, s.pin())
+				s.key = ecKey(elliptic.P256())
+			}, denied("is not the key"), true),
+		Entry("a pin that does not decode: denied",
+			func(s *scenario) { s.annotate(firewallv1alpha1.AnnotationAgentKey, "not base64!") }, denied("is not the key"), true),
+		Entry("a revoked key, not pinned yet: denied",
+			func(s *scenario) { s.annotate(firewallv1alpha1.AnnotationRevokedAgentKey, seal.KeyID(s.keyDER())) }, denied("is revoked"), true),
+		Entry("a revoked key, pinned: denied",
+			func(s *scenario) {
+				s.annotate(firewallv1alpha1.AnnotationAgentKey, s.pin())
+				s.annotate(firewallv1alpha1.AnnotationRevokedAgentKey, seal.KeyID(s.keyDER()))
+			}, denied("is revoked"), true),
 
 		Entry("a CN that names no firewall: left alone",
 			func(s *scenario) { s.subject.CommonName = "system:node:worker-1" }, leftAlone, false),
@@ -301,7 +385,7 @@ var _ = Describe("Reconciler", func() {
 		s := bootstrapping()
 		csr := s.csr()
 		w := newWorld(s, csr)
-		r := &csrapprover.Reconciler{Client: w.client, MaxDuration: 30 * time.Minute}
+		r := &csrapprover.Reconciler{Client: w.client, BootNamespace: bootNamespace, MaxDuration: 30 * time.Minute}
 		_, err := r.Reconcile(context.Background(), reconcile.Request{NamespacedName: client.ObjectKey{Name: csrName}})
 		Expect(err).NotTo(HaveOccurred())
 		got := &certificatesv1.CertificateSigningRequest{}
@@ -313,7 +397,7 @@ var _ = Describe("Reconciler", func() {
 	It("does nothing for a CSR that is gone", func() {
 		s := bootstrapping()
 		w := newWorld(s, s.csr())
-		r := &csrapprover.Reconciler{Client: w.client, MaxDuration: csrapprover.DefaultMaxDuration}
+		r := &csrapprover.Reconciler{Client: w.client, BootNamespace: bootNamespace, MaxDuration: csrapprover.DefaultMaxDuration}
 		res, err := r.Reconcile(context.Background(), reconcile.Request{NamespacedName: client.ObjectKey{Name: "other"}})
 		Expect(err).NotTo(HaveOccurred())
 		Expect(res).To(Equal(reconcile.Result{}))

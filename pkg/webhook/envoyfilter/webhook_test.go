@@ -116,8 +116,10 @@ var _ = Describe("Mutator", func() {
 		req := request(gardenerFilter(shootNS + "-istio-tls-termination"))
 		resp := mutator(extension(allowStatus)).Handle(ctx, req)
 		ef := apply(req, resp)
-		Expect(ef.Spec.ConfigPatches).To(HaveLen(2), "want Gardener's patch and one injected patch")
-		Expect(envoy.IsInjected(ef.Spec.ConfigPatches[1])).To(BeTrue(), "want Gardener's patch and one injected patch, got %v", ef.Spec.ConfigPatches)
+		Expect(ef.Spec.ConfigPatches).To(HaveLen(3), "want Gardener's patch and the injected pair (remove, insert first)")
+		Expect(envoy.IsInjected(ef.Spec.ConfigPatches[0])).To(BeFalse(), "want Gardener's patch first, got %v", ef.Spec.ConfigPatches)
+		Expect(envoy.IsInjected(ef.Spec.ConfigPatches[1])).To(BeTrue(), "want Gardener's patch and the injected pair, got %v", ef.Spec.ConfigPatches)
+		Expect(envoy.IsInjected(ef.Spec.ConfigPatches[2])).To(BeTrue(), "want Gardener's patch and the injected pair, got %v", ef.Spec.ConfigPatches)
 		want, _ := envoy.NetworkFilterPatches([]string{"api.a.example.com"}, envoy.ShootPolicy{
 			Namespace: shootNS, Action: "ALLOW", Type: "remote_ip",
 			Allowed: []netip.Prefix{netip.MustParsePrefix("1.2.3.0/24"), netip.MustParsePrefix("10.250.0.0/16")},

@@ -67,7 +67,7 @@ func envoyFilterNamed(objs []client.Object, namespace, name string) *istionetwor
 // sharedFilter returns the objects of the shared HTTP-CONNECT filter's
 // ManagedResource in the gateway namespace as JSON.
 func sharedFilter(g Gomega, namespace string) string {
-	objs, err := managedResourceObjects(namespace, constants.ACLSharedManagedResourceName)
+	objs, err := framework.ACLSharedObjects(ctx(), testClient, namespace)
 	g.Expect(err).NotTo(HaveOccurred())
 	return toJSON(objs)
 }
@@ -214,7 +214,8 @@ var _ = Describe("Extension acl", Ordered, func() {
 		ef := envoyFilterNamed(objs, ingressNamespace, "acl-"+shootNamespace)
 		Expect(ef).NotTo(BeNil(), "objects: %v", objs)
 		Expect(ef.Spec.WorkloadSelector.GetLabels()).To(Equal(gatewayLabels))
-		Expect(ef.Spec.ConfigPatches).To(HaveLen(len(apiHosts)))
+		// Per host: remove the filter from the host's chain, then insert it first.
+		Expect(ef.Spec.ConfigPatches).To(HaveLen(2 * len(apiHosts)))
 		Expect(ef.Spec.ConfigPatches[0].Match.GetListener().GetName()).To(Equal("0.0.0.0_9443"))
 		Expect(ef.Spec.ConfigPatches[0].Match.GetListener().GetFilterChain().GetSni()).To(Equal(apiHosts[0]))
 		content := toJSON(ef)
@@ -226,12 +227,20 @@ var _ = Describe("Extension acl", Ordered, func() {
 		// ALLOW is RBAC's default action, which protojson leaves out.
 		Expect(content).NotTo(ContainSubstring(`"action":"DENY"`))
 
-		By("Deploying one shared HTTP-CONNECT filter in the ingress namespace")
-		shared, err := managedResourceObjects(ingressNamespace, constants.ACLSharedManagedResourceName)
+		By("Deploying the shared HTTP-CONNECT filter in the ingress namespace: the root (listener filters, dispatch) and one shard")
+		root, err := managedResourceObjects(ingressNamespace, constants.ACLSharedManagedResourceName)
 		Expect(err).NotTo(HaveOccurred())
-		Expect(shared).To(HaveLen(1))
-		sharedJSON := toJSON(shared[0])
-		for _, want := range []string{"EXTENSION_CONFIG", "config_discovery", "envoy.extensions.filters.http.rbac.v3.RBAC", "X-Gardener-Destination",
+		Expect(root).To(HaveLen(1))
+		rootJSON := toJSON(root[0])
+		for _, want := range []string{"EXTENSION_CONFIG", "config_discovery", "envoy.extensions.common.matching.v3.ExtensionWithMatcher", "envoy.extensions.filters.http.composite.v3.ExecuteFilterAction",
+			"X-Gardener-Destination", "reversed-vpn", "prefix_match_map", envoy.HTTPFilterName, envoy.LegacyHTTPFilterName} {
+			Expect(rootJSON).To(ContainSubstring(want))
+		}
+		shared, err := framework.ACLSharedObjects(ctx(), testClient, ingressNamespace)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(shared).To(HaveLen(2), "the root and one shard")
+		sharedJSON := toJSON(shared[1])
+		for _, want := range []string{"EXTENSION_CONFIG", "envoy.extensions.filters.http.rbac.v3.RBAC", "X-Gardener-Destination",
 			"." + shootNamespace + ".svc.cluster.local", `"address_prefix":"1.2.3.0"`, `"address_prefix":"192.0.2.0"`, "envoy.matching.custom_matchers.trie_matcher", "HttpRequestHeaderMatchInput"} {
 			Expect(sharedJSON).To(ContainSubstring(want))
 		}
@@ -241,8 +250,8 @@ var _ = Describe("Extension acl", Ordered, func() {
 		ef := gardenersEnvoyFilter(gardenerFilter)
 		Expect(testClient.Create(ctx(), ef)).To(Succeed())
 		// The create response is what the webhook made of it.
-		Expect(injectedPatches(ef)).To(Equal(len(apiHosts)))
-		Expect(ef.Spec.ConfigPatches).To(HaveLen(1 + len(apiHosts)))
+		Expect(injectedPatches(ef)).To(Equal(2 * len(apiHosts)))
+		Expect(ef.Spec.ConfigPatches).To(HaveLen(1 + 2*len(apiHosts)))
 		Expect(toJSON(ef)).To(ContainSubstring(`"address_prefix":"1.2.3.0"`))
 
 		By("Leaving other shoots' EnvoyFilters alone")
@@ -301,7 +310,7 @@ var _ = Describe("Extension acl", Ordered, func() {
 			content := toJSON(ef)
 			g.Expect(content).To(ContainSubstring(`"address_prefix":"5.6.7.0"`))
 			g.Expect(content).NotTo(ContainSubstring(`"address_prefix":"1.2.3.0"`))
-			g.Expect(injectedPatches(ef)).To(Equal(len(apiHosts)))
+			g.Expect(injectedPatches(ef)).To(Equal(2 * len(apiHosts)))
 		}).WithTimeout(timeout).Should(Succeed())
 		Eventually(func(g Gomega) {
 			shared := sharedFilter(g, ingressNamespace)
@@ -341,10 +350,10 @@ var _ = Describe("Extension acl", Ordered, func() {
 			g.Expect(providerStatus(ex).Hosts).To(ConsistOf(append([]string{plutonoHost}, apiHosts...)))
 			ef := &istionetworkingv1alpha3.EnvoyFilter{}
 			g.Expect(testClient.Get(ctx(), client.ObjectKey{Namespace: ingressNamespace, Name: gardenerFilter}, ef)).To(Succeed())
-			g.Expect(injectedPatches(ef)).To(Equal(len(apiHosts) + 1))
+			g.Expect(injectedPatches(ef)).To(Equal(2 * (len(apiHosts) + 1)))
 			var snis []string
 			for _, p := range ef.Spec.ConfigPatches {
-				if envoy.IsInjected(p) {
+				if envoy.IsInjected(p) && p.GetPatch().GetOperation() == istioapinetworkingv1alpha3.EnvoyFilter_Patch_INSERT_FIRST {
 					snis = append(snis, p.GetMatch().GetListener().GetFilterChain().GetSni())
 					g.Expect(p.GetMatch().GetListener().GetName()).To(Equal(envoy.TLSListenerName))
 					g.Expect(toJSON(p)).To(ContainSubstring(`"address_prefix":"5.6.7.0"`))
@@ -360,7 +369,7 @@ var _ = Describe("Extension acl", Ordered, func() {
 			g.Expect(providerStatus(ex).Hosts).To(ConsistOf(apiHosts))
 			ef := &istionetworkingv1alpha3.EnvoyFilter{}
 			g.Expect(testClient.Get(ctx(), client.ObjectKey{Namespace: ingressNamespace, Name: gardenerFilter}, ef)).To(Succeed())
-			g.Expect(injectedPatches(ef)).To(Equal(len(apiHosts)))
+			g.Expect(injectedPatches(ef)).To(Equal(2 * len(apiHosts)))
 		}).WithTimeout(timeout).Should(Succeed())
 		Expect(testClient.Delete(ctx(), other)).To(Succeed())
 	})
@@ -404,16 +413,16 @@ var _ = Describe("Extension acl", Ordered, func() {
 		Expect(ef.Spec.WorkloadSelector.GetLabels()).To(Equal(zonalLabels))
 
 		Eventually(func(g Gomega) {
-			shared, err := managedResourceObjects(ingressNamespace, constants.ACLSharedManagedResourceName)
+			shared, err := framework.ACLSharedObjects(ctx(), testClient, ingressNamespace)
 			g.Expect(err).NotTo(HaveOccurred())
-			g.Expect(shared).To(HaveLen(1))
+			g.Expect(shared).To(HaveLen(2), "the root and one shard")
 			content := toJSON(shared)
 			g.Expect(content).To(ContainSubstring(".shoot--acl--a.svc.cluster.local"))
 			g.Expect(content).To(ContainSubstring(".shoot--acl--b.svc.cluster.local"))
 			g.Expect(content).NotTo(ContainSubstring("shoot--acl--c"))
-			zonal, err := managedResourceObjects(zonalNamespace, constants.ACLSharedManagedResourceName)
+			zonal, err := framework.ACLSharedObjects(ctx(), testClient, zonalNamespace)
 			g.Expect(err).NotTo(HaveOccurred())
-			g.Expect(zonal).To(HaveLen(1))
+			g.Expect(zonal).To(HaveLen(2), "the root and one shard")
 			g.Expect(toJSON(zonal)).To(ContainSubstring(".shoot--acl--c.svc.cluster.local"))
 			g.Expect(toJSON(zonal)).NotTo(ContainSubstring("shoot--acl--a"))
 		}).WithTimeout(timeout).Should(Succeed())

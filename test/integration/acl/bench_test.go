@@ -4,20 +4,27 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/netip"
 	"os"
+	"regexp"
 	"runtime"
 	"strings"
 	"sync/atomic"
 	"time"
 
-	"github.com/gardener/gardener/pkg/apis/core/v1beta1"
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	matchingv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/common/matching/v3"
+	compositev3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/composite/v3"
+	httprbacv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/rbac/v3"
 	extensionsv1alpha1 "github.com/gardener/gardener/pkg/apis/extensions/v1alpha1"
 	resourcesv1alpha1 "github.com/gardener/gardener/pkg/apis/resources/v1alpha1"
 	"github.com/gardener/gardener/pkg/client/kubernetes"
 	"github.com/go-logr/logr"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	"google.golang.org/protobuf/encoding/protojson"
 	istioapinetworkingv1alpha3 "istio.io/api/networking/v1alpha3"
+	istionetworkingv1alpha3 "istio.io/client-go/pkg/apis/networking/v1alpha3"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
@@ -28,6 +35,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	"github.com/metal-firewall/gardener-extension-firewall/pkg/acl/envoy"
+	"github.com/metal-firewall/gardener-extension-firewall/pkg/acl/envoy/envoytest"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/constants"
 	aclhealthcheck "github.com/metal-firewall/gardener-extension-firewall/pkg/controller/healthcheck"
 	"github.com/metal-firewall/gardener-extension-firewall/test/framework"
@@ -36,8 +45,9 @@ import (
 
 // The reconcile table runs with BENCH_TABLE=true (make bench), on a control plane and manager of
 // its own with the binary's settings: Gardener's Extension reconciler with 5 workers, the health
-// check at its default period, no log output. It reconciles 10, then 100, then 1,000 ACL shoots
-// (BENCH_ACL_SHOOTS) on one ingress gateway; each row is the growth to that number of shoots.
+// check at its default period, no log output. It reconciles 1,000, then 5,000 ACL shoots
+// (BENCH_ACL_SHOOTS) on one ingress gateway; each row is the growth to that number of shoots,
+// then one shoot's change.
 var _ = Describe("reconciling many ACL shoots", Label("bench"), Ordered, func() {
 	const benchIngress = "istio-ingress--bench"
 	benchLabels := map[string]string{"app": "istio-ingressgateway", "istio": "ingressgateway--bench"}
@@ -76,22 +86,20 @@ var _ = Describe("reconciling many ACL shoots", Label("bench"), Ordered, func() 
 		})).To(Succeed())
 	})
 
-	It("prints time, memory and the shared object's size as shoots grow", func() {
+	It("prints time, memory, the shared objects' sizes and what one shoot's change rewrites as shoots grow", func() {
 		shootNS := func(i int) string { return fmt.Sprintf("shoot--bench--s%d", i) }
-		// Three CIDRs in each shoot's rule, distinct across shoots; with the 7 always allowed (seed
-		// nodes and pods, shoot nodes IPv4 and IPv6, egress, the operator's) each shoot brings 10.
-		// At 10 rule CIDRs (17 in all) the shared filter of 1,000 shoots would be 1.58 MB, over the
-		// 1.4 MiB the controller allows one object: about 900 such shoots fit on one gateway.
-		ruleOf := func(i int) *k8sruntime.RawExtension {
+		// Ten CIDRs in each shoot's rule, distinct across shoots; with the 7 always allowed (seed
+		// nodes and pods, shoot nodes IPv4 and IPv6, egress, the operator's) each shoot brings 17.
+		ruleOf := func(i, extra int) *k8sruntime.RawExtension {
 			var cidrs []string
-			for j := range 3 {
+			for j := range 10 + extra {
 				cidrs = append(cidrs, fmt.Sprintf("%d.%d.%d.0/24", 11+i/256, i%256, j))
 			}
 			return rule("ALLOW", cidrs...)
 		}
 
 		header := []string{
-			"| ACL shoots | create objects | all reconciled, shared filter complete | shared filter rewrites | shared EnvoyFilter | its ManagedResource Secret | HTTP RBAC filters in it | peak Go heap (manager + test) |",
+			"| ACL shoots (10 rule CIDRs each) | create objects | last write → all shoots in the shared config | shards | largest shared object | objects rewritten for one shoot's change (and its time) | RBAC evaluations per request | peak Go heap (manager + test) |",
 			"|---|---|---|---|---|---|---|---|",
 		}
 		fmt.Println() // Ginkgo's progress marks end without a newline.
@@ -116,8 +124,6 @@ var _ = Describe("reconciling many ACL shoots", Label("bench"), Ordered, func() 
 					}
 				}
 			}()
-			mrBefore := &resourcesv1alpha1.ManagedResource{}
-			_ = c.Get(ctx(), client.ObjectKey{Namespace: benchIngress, Name: constants.ACLSharedManagedResourceName}, mrBefore)
 
 			start := time.Now()
 			for ; created < n; created++ {
@@ -125,71 +131,158 @@ var _ = Describe("reconciling many ACL shoots", Label("bench"), Ordered, func() 
 				createShootWith(c, ns, []string{fmt.Sprintf("api.s%d.bench.example.com", created)}, benchLabels)
 				Expect(c.Create(ctx(), &extensionsv1alpha1.Extension{
 					ObjectMeta: metav1.ObjectMeta{Name: "acl", Namespace: ns},
-					Spec:       extensionsv1alpha1.ExtensionSpec{DefaultSpec: extensionsv1alpha1.DefaultSpec{Type: constants.ACLExtensionType, ProviderConfig: ruleOf(created)}},
+					Spec:       extensionsv1alpha1.ExtensionSpec{DefaultSpec: extensionsv1alpha1.DefaultSpec{Type: constants.ACLExtensionType, ProviderConfig: ruleOf(created, 0)}},
 				})).To(Succeed())
 			}
-			createTime := time.Since(start)
+			lastWrite := time.Now()
+			createTime := lastWrite.Sub(start)
 
-			var sharedJSON []byte
-			var secretBytes, httpFilters int
+			var shared []client.Object
 			Eventually(func(g Gomega) {
-				list := &extensionsv1alpha1.ExtensionList{}
-				g.Expect(c.List(ctx(), list)).To(Succeed())
-				done := 0
-				for _, ex := range list.Items {
-					if strings.HasPrefix(ex.Namespace, "shoot--bench--") && ex.Status.LastOperation != nil && ex.Status.LastOperation.State == v1beta1.LastOperationStateSucceeded && ex.Status.ObservedGeneration == ex.Generation {
-						done++
-					}
+				var err error
+				shared, err = framework.ACLSharedObjects(ctx(), c, benchIngress)
+				g.Expect(err).NotTo(HaveOccurred())
+				found := map[string]bool{}
+				for _, m := range benchShootInConfig.FindAllStringSubmatch(toJSON(shared), -1) {
+					found[m[1]] = true
 				}
-				g.Expect(done).To(Equal(n), "reconciled")
-				objs, err := framework.ManagedResourceObjects(ctx(), c, benchIngress, constants.ACLSharedManagedResourceName)
-				g.Expect(err).NotTo(HaveOccurred())
-				g.Expect(objs).To(HaveLen(1))
-				sharedJSON, err = json.Marshal(objs[0])
-				g.Expect(err).NotTo(HaveOccurred())
 				missing := 0
 				for i := range n {
-					if !strings.Contains(string(sharedJSON), "."+shootNS(i)+".svc") {
+					if !found[shootNS(i)] {
 						missing++
 					}
 				}
-				g.Expect(missing).To(BeZero(), "shoots missing in the shared filter")
-				ef := envoyFilterNamed(objs, benchIngress, "acl-http-connect")
-				g.Expect(ef).NotTo(BeNil())
-				httpFilters = 0
-				for _, p := range ef.Spec.ConfigPatches {
-					if p.ApplyTo == istioapinetworkingv1alpha3.EnvoyFilter_HTTP_FILTER {
-						httpFilters++
-					}
+				g.Expect(missing).To(BeZero(), "shoots missing in the shared config")
+			}).WithTimeout(60 * time.Minute).WithPolling(2 * time.Second).Should(Succeed())
+			inShared := time.Since(lastWrite)
+
+			largest := 0
+			for _, o := range shared {
+				raw, err := json.Marshal(o)
+				Expect(err).NotTo(HaveOccurred())
+				largest = max(largest, len(raw))
+			}
+			evaluations := rbacEvaluations(shared, n, shootNS)
+
+			By("changing one shoot's rule")
+			before := sharedSecretRefs(c, benchIngress)
+			changed := shootNS(n / 2)
+			ex := &extensionsv1alpha1.Extension{}
+			Expect(c.Get(ctx(), client.ObjectKey{Namespace: changed, Name: "acl"}, ex)).To(Succeed())
+			ex.Spec.ProviderConfig = ruleOf(n/2, 1)
+			changeStart := time.Now()
+			Expect(c.Update(ctx(), ex)).To(Succeed())
+			newCIDR := fmt.Sprintf(`"address_prefix":"%d.%d.10.0"`, 11+(n/2)/256, (n/2)%256)
+			Eventually(func(g Gomega) {
+				objs, err := framework.ACLSharedObjects(ctx(), c, benchIngress)
+				g.Expect(err).NotTo(HaveOccurred())
+				g.Expect(toJSON(objs)).To(ContainSubstring(newCIDR))
+			}).WithTimeout(10 * time.Minute).WithPolling(time.Second).Should(Succeed())
+			changeTime := time.Since(changeStart)
+			after := sharedSecretRefs(c, benchIngress)
+			rewritten := 0
+			for name, ref := range after {
+				if before[name] != ref {
+					rewritten++
 				}
-				mr := &resourcesv1alpha1.ManagedResource{}
-				g.Expect(c.Get(ctx(), client.ObjectKey{Namespace: benchIngress, Name: constants.ACLSharedManagedResourceName}, mr)).To(Succeed())
-				secretBytes = 0
-				for _, ref := range mr.Spec.SecretRefs {
-					s := &corev1.Secret{}
-					g.Expect(c.Get(ctx(), client.ObjectKey{Namespace: benchIngress, Name: ref.Name}, s)).To(Succeed())
-					for _, v := range s.Data {
-						secretBytes += len(v)
-					}
-				}
-			}).WithTimeout(15 * time.Minute).WithPolling(time.Second).Should(Succeed())
-			total := time.Since(start)
+			}
 			close(stop)
 
-			mr := &resourcesv1alpha1.ManagedResource{}
-			Expect(c.Get(ctx(), client.ObjectKey{Namespace: benchIngress, Name: constants.ACLSharedManagedResourceName}, mr)).To(Succeed())
-			fmt.Printf("| %d | %s | %s | %d | %.1f KiB | %.1f KiB | %d | %.0f MiB |\n",
-				n, createTime.Round(10*time.Millisecond), total.Round(10*time.Millisecond), mr.Generation-mrBefore.Generation,
-				float64(len(sharedJSON))/1024, float64(secretBytes)/1024, httpFilters, float64(peak.Load())/(1<<20))
+			fmt.Printf("| %d | %s | %s | %d | %.1f KiB | %d (%s) | %d | %.0f MiB |\n",
+				n, createTime.Round(10*time.Millisecond), inShared.Round(10*time.Millisecond), len(shared)-1,
+				float64(largest)/1024, rewritten, changeTime.Round(10*time.Millisecond), evaluations, float64(peak.Load())/(1<<20))
 		}
 	})
 })
 
-// benchSizes are the numbers of shoots of the table's rows, BENCH_ACL_SHOOTS="10,100,1000" by default.
+// benchShootInConfig finds the bench shoots' namespaces in the shared config (their destinations).
+var benchShootInConfig = regexp.MustCompile(`\.(shoot--bench--s[0-9]+)\.svc`)
+
+// sharedSecretRefs are the data Secrets each shared ManagedResource of the namespace refers to:
+// a rewritten object gets a new one.
+func sharedSecretRefs(c client.Client, namespace string) map[string]string {
+	GinkgoHelper()
+	mrs := &resourcesv1alpha1.ManagedResourceList{}
+	Expect(c.List(ctx(), mrs, client.InNamespace(namespace))).To(Succeed())
+	out := map[string]string{}
+	for _, mr := range mrs.Items {
+		if strings.HasPrefix(mr.Name, constants.ACLSharedManagedResourceName) {
+			var refs []string
+			for _, r := range mr.Spec.SecretRefs {
+				refs = append(refs, r.Name)
+			}
+			out[mr.Name] = strings.Join(refs, ",")
+		}
+	}
+	return out
+}
+
+// rbacEvaluations follows a CONNECT request on 8443 through the shared objects as Envoy would
+// (the listener filter's dispatch config, then the shard's RBAC config it names), for a sample
+// of shoots, and returns the most RBAC configs any request was evaluated against; it checks the
+// decisions on the way (a shoot's own CIDR allowed, another address denied).
+func rbacEvaluations(shared []client.Object, n int, shootNS func(int) string) int {
+	GinkgoHelper()
+	configs := map[string]*corev3.TypedExtensionConfig{}
+	for _, o := range shared {
+		ef, ok := o.(*istionetworkingv1alpha3.EnvoyFilter)
+		if !ok {
+			continue
+		}
+		for _, p := range ef.Spec.ConfigPatches {
+			if p.ApplyTo != istioapinetworkingv1alpha3.EnvoyFilter_EXTENSION_CONFIG {
+				continue
+			}
+			raw, err := protojson.Marshal(p.Patch.Value)
+			Expect(err).NotTo(HaveOccurred())
+			tec := &corev3.TypedExtensionConfig{}
+			Expect(protojson.Unmarshal(raw, tec)).To(Succeed())
+			configs[tec.GetName()] = tec
+		}
+	}
+	most := 0
+	for i := 0; i < n; i += max(1, n/50) {
+		for _, tc := range []struct {
+			client string
+			want   bool
+		}{{fmt.Sprintf("%d.%d.3.7", 11+i/256, i%256), true}, {"8.8.8.8", false}} {
+			req := envoytest.Request{Headers: map[string]string{envoy.DestinationHeader: shootNS(i) + "--kube-apiserver-socket"}, Client: netip.MustParseAddr(tc.client)}
+			evaluations, cfg := 0, configs[envoy.HTTPFilterName]
+			Expect(cfg).NotTo(BeNil(), "no dispatch config")
+			var allowed bool
+			for cfg != nil {
+				inner, err := cfg.GetTypedConfig().UnmarshalNew()
+				Expect(err).NotTo(HaveOccurred())
+				switch c := inner.(type) {
+				case *httprbacv3.RBAC:
+					evaluations++
+					allowed, err = envoytest.Allowed(c, req)
+					Expect(err).NotTo(HaveOccurred())
+					cfg = nil
+				case *matchingv3.ExtensionWithMatcher:
+					action, err := envoytest.Select(c.GetXdsMatcher(), req)
+					Expect(err).NotTo(HaveOccurred())
+					Expect(action).NotTo(BeNil(), "no shard for %s", shootNS(i))
+					exec := &compositev3.ExecuteFilterAction{}
+					Expect(action.GetTypedConfig().UnmarshalTo(exec)).To(Succeed())
+					cfg = configs[exec.GetDynamicConfig().GetName()]
+					Expect(cfg).NotTo(BeNil(), "the shard %s is not served", exec.GetDynamicConfig().GetName())
+				default:
+					Fail(fmt.Sprintf("unexpected config %T", inner))
+				}
+			}
+			Expect(allowed).To(Equal(tc.want), "%s from %s", shootNS(i), tc.client)
+			most = max(most, evaluations)
+		}
+	}
+	return most
+}
+
+// benchSizes are the numbers of shoots of the table's rows, BENCH_ACL_SHOOTS="1000,5000" by default.
 func benchSizes() []int {
 	spec := os.Getenv("BENCH_ACL_SHOOTS")
 	if spec == "" {
-		spec = "10,100,1000"
+		spec = "1000,5000"
 	}
 	var out []int
 	for _, f := range strings.Split(spec, ",") {

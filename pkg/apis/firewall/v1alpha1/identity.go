@@ -10,9 +10,6 @@ import (
 const (
 	// AgentUserPrefix starts the user name of an agent's client certificate.
 	AgentUserPrefix = "firewall:"
-	// BootstrapGroupPrefix starts the extra group of a firewall's bootstrap
-	// token; kube-apiserver accepts only groups below system:bootstrappers:.
-	BootstrapGroupPrefix = "system:bootstrappers:firewall:"
 	// CSRSubresource is the subresource a requester must be allowed to
 	// create (a SubjectAccessReview) for its CSR to be approved.
 	CSRSubresource = "firewallclient"
@@ -27,11 +24,6 @@ func AgentUserName(namespace, name string) string {
 // AgentGroup is the certificate's only organization: the shoot namespace.
 func AgentGroup(namespace string) string {
 	return AgentUserPrefix + namespace
-}
-
-// BootstrapGroup is the extra group of the firewall's bootstrap token.
-func BootstrapGroup(namespace, name string) string {
-	return BootstrapGroupPrefix + namespace + ":" + name
 }
 
 // ParseAgentUserName returns the namespace and name in an agent's user name.

@@ -2,17 +2,23 @@ package firewallmachine_test
 
 import (
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"encoding/base64"
 	"errors"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/clientcmd"
-	bootstraptokenapi "k8s.io/cluster-bootstrap/token/api"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -21,6 +27,8 @@ import (
 	firewallv1alpha1 "github.com/metal-firewall/gardener-extension-firewall/pkg/apis/firewall/v1alpha1"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/constants"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/controller/manager/firewallmachine"
+	"github.com/metal-firewall/gardener-extension-firewall/pkg/credentials"
+	"github.com/metal-firewall/gardener-extension-firewall/pkg/utils/seal"
 )
 
 var _ = Describe("Reconciler with bootstrap credentials", func() {
@@ -31,19 +39,18 @@ var _ = Describe("Reconciler with bootstrap credentials", func() {
 	)
 	BeforeEach(func() {
 		deliver = &delivery{}
-		bootstrap = &firewallmachine.Bootstrap{Server: "https://api.seed.example:443", CAData: []byte("seed-ca"),
+		bootstrap = &firewallmachine.Bootstrap{Server: "https://api.seed.example:443", CAData: []byte("seed-ca"), Namespace: bootNamespace,
 			TokenValidity: tokenValidity, SecretNames: []string{"shoot-access"}, Delivery: deliver}
 	})
 
-	tokens := func(e *env) []corev1.Secret {
+	bootSA := client.ObjectKey{Namespace: bootNamespace, Name: credentials.BootServiceAccountName(namespace, fwName)}
+	// serviceAccounts are the boot ServiceAccounts of the firewall.
+	serviceAccounts := func(e *env) []corev1.ServiceAccount {
 		GinkgoHelper()
-		list := &corev1.SecretList{}
-		Expect(e.c.List(e.ctx, list, client.InNamespace(metav1.NamespaceSystem),
+		list := &corev1.ServiceAccountList{}
+		Expect(e.c.List(e.ctx, list, client.InNamespace(bootNamespace),
 			client.MatchingLabels{constants.LabelFirewallNamespace: namespace, constants.LabelFirewallName: fwName})).To(Succeed())
 		return list.Items
-	}
-	tokenOf := func(s corev1.Secret) string {
-		return string(s.Data[bootstraptokenapi.BootstrapTokenIDKey]) + "." + string(s.Data[bootstraptokenapi.BootstrapTokenSecretKey])
 	}
 	// kubeconfigToken returns the token of a bootstrap kubeconfig, after
 	// checking that it points at the seed.
@@ -63,35 +70,87 @@ var _ = Describe("Reconciler with bootstrap credentials", func() {
 		Expect(client.IgnoreNotFound(err)).To(Succeed())
 		return err == nil
 	}
+	newKey := func() *ecdsa.PrivateKey {
+		GinkgoHelper()
+		key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+		Expect(err).NotTo(HaveOccurred())
+		return key
+	}
+	// pin is the annotation value the CSR approver writes for key.
+	pin := func(key *ecdsa.PrivateKey) string {
+		GinkgoHelper()
+		der, err := x509.MarshalPKIXPublicKey(&key.PublicKey)
+		Expect(err).NotTo(HaveOccurred())
+		return base64.StdEncoding.EncodeToString(der)
+	}
+	// restoredEnv is a Firewall restored after a control plane migration,
+	// with annotations, whose machine (allocated by the old seed) is older.
+	restoredEnv := func(annotations map[string]string) *env {
+		GinkgoHelper()
+		restored := newFirewall()
+		restored.Annotations = annotations
+		restored.CreationTimestamp = metav1.NewTime(time.Now().Add(time.Minute).Truncate(time.Second))
+		e := newEnv(restored, bootstrap)
+		_, err := e.provider.Create(e.ctx, newFirewall(), nil)
+		Expect(err).NotTo(HaveOccurred())
+		return e
+	}
 
-	It("mints a token right before creating the machine, puts its kubeconfig into the userdata and grants the RBAC", func() {
+	It("mints a boot token right before creating the machine, puts its kubeconfig into the userdata and grants the RBAC", func() {
 		e := newEnv(newFirewall(), bootstrap)
 		e.reconcile()
-		Expect(tokens(e)).To(HaveLen(1))
-		token := tokens(e)[0]
-		Expect(token.Data).To(HaveKeyWithValue(bootstraptokenapi.BootstrapTokenExpirationKey,
-			[]byte(e.clk.Now().Add(tokenValidity).UTC().Format(time.RFC3339))), "its life starts with the machine")
-		Expect(token.Data).To(HaveKeyWithValue(bootstraptokenapi.BootstrapTokenExtraGroupsKey, []byte(firewallv1alpha1.BootstrapGroup(namespace, fwName))))
+		Expect(serviceAccounts(e)).To(ConsistOf(HaveField("ObjectMeta.Name", bootSA.Name)))
+		Expect(e.tokens).To(HaveLen(1))
+		Expect(e.tokens[0].serviceAccount).To(Equal(bootSA))
+		Expect(e.tokens[0].expirationSeconds).To(BeEquivalentTo(tokenValidity/time.Second), "its life starts with the machine")
+		Expect(e.tokens[0].machinesBefore).To(BeZero(), "minted before the machine")
+		Expect(e.provider.Created).To(Equal(1))
 
 		files := e.provider.Userdata(e.provider.IDs()[0])
 		Expect(files).To(ContainElement(And(HaveField("Path", agentconfigv1alpha1.BootstrapKubeconfigPath), HaveField("Mode", BeEquivalentTo(0o600)))))
 		for _, f := range files {
 			if f.Path == agentconfigv1alpha1.BootstrapKubeconfigPath {
-				Expect(kubeconfigToken(f.Content)).To(Equal(tokenOf(token)))
+				Expect(kubeconfigToken(f.Content)).To(Equal(e.tokens[0].token))
 			}
 		}
 		Expect(roleExists(e)).To(BeTrue())
 		Expect(e.c.Get(e.ctx, client.ObjectKey{Namespace: namespace, Name: rbacName}, &rbacv1.RoleBinding{})).To(Succeed())
-		Expect(e.c.Get(e.ctx, client.ObjectKey{Name: rbacName}, &rbacv1.ClusterRoleBinding{})).To(Succeed())
+		crb := &rbacv1.ClusterRoleBinding{}
+		Expect(e.c.Get(e.ctx, client.ObjectKey{Name: rbacName}, crb)).To(Succeed())
+		Expect(crb.Subjects).To(ContainElement(rbacv1.Subject{Kind: rbacv1.ServiceAccountKind, Name: bootSA.Name, Namespace: bootNamespace}),
+			"the RBAC names the ServiceAccount the token is of")
+		Expect(e.c.Get(e.ctx, client.ObjectKey{Name: rbacName + ":csr"}, &rbacv1.ClusterRoleBinding{})).To(Succeed())
 
 		By("minting none more while the machine exists, and delivering nothing for a machine of this seed")
 		e.clk.Step(time.Minute)
 		e.reconcile()
-		Expect(tokens(e)).To(HaveLen(1))
+		Expect(e.tokens).To(HaveLen(1))
 		Expect(deliver.delivered).To(BeEmpty())
 	})
 
-	It("deletes the tokens once the agent is connected, before the status says so", func() {
+	It("creates no machine and no ServiceAccount when the seed grants the boot identity anything dangerous, and says why", func() {
+		e := newEnv(newFirewall(), bootstrap)
+		e.allow = func(a *authorizationv1.ResourceAttributes) bool { return a.Subresource == "nodeclient" }
+		Expect(e.reconcile()).To(Equal(reconcile.Result{RequeueAfter: time.Minute}))
+		Expect(e.provider.Created).To(BeZero())
+		Expect(serviceAccounts(e)).To(BeEmpty())
+		Expect(e.tokens).To(BeEmpty())
+		Expect(meta.FindStatusCondition(e.firewall().Status.Conditions, firewallv1alpha1.ConditionCreated)).To(HaveValue(And(
+			HaveField("Status", metav1.ConditionFalse), HaveField("Reason", "UnsafeBootIdentity"),
+			HaveField("Message", And(ContainSubstring(credentials.BootUser(bootNamespace, namespace, fwName)),
+				ContainSubstring("create certificatesigningrequests/nodeclient.certificates.k8s.io"),
+				ContainSubstring("system:serviceaccounts:"+bootNamespace))),
+		)))
+
+		By("creating it once the seed no longer grants it")
+		e.allow = nil
+		e.reconcile()
+		Expect(e.provider.Created).To(Equal(1))
+		Expect(e.tokens).To(HaveLen(1))
+		Expect(meta.IsStatusConditionTrue(e.firewall().Status.Conditions, firewallv1alpha1.ConditionCreated)).To(BeTrue())
+	})
+
+	It("deletes the boot ServiceAccount once the agent is connected, before the status says so", func() {
 		e := newEnv(newFirewall(), bootstrap)
 		e.reconcile()
 		failDeletes := true
@@ -106,15 +165,16 @@ var _ = Describe("Reconciler with bootstrap credentials", func() {
 		e.heartbeat()
 		_, err := e.r.Reconcile(e.ctx, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(e.fw)})
 		Expect(err).To(MatchError(ContainSubstring("injected")))
-		Expect(tokens(e)).To(HaveLen(1))
+		Expect(serviceAccounts(e)).To(HaveLen(1))
 		Expect(e.firewall().Status.Conditions).NotTo(ContainElement(And(
 			HaveField("Type", firewallv1alpha1.ConditionSeedConnected), HaveField("Status", metav1.ConditionTrue))),
 			"a failure is retried, not forgotten")
 
 		failDeletes = false
 		e.reconcile()
-		Expect(tokens(e)).To(BeEmpty())
+		Expect(serviceAccounts(e)).To(BeEmpty(), "every token of it is revoked")
 		Expect(e.firewall().Status.Phase).To(Equal(firewallv1alpha1.FirewallPhaseRunning))
+		Expect(e.tokens).To(HaveLen(1), "none minted for a connected agent")
 	})
 
 	It("writes the RBAC when the Firewall changes, not on every heartbeat", func() {
@@ -130,53 +190,93 @@ var _ = Describe("Reconciler with bootstrap credentials", func() {
 		Expect(roleExists(e)).To(BeTrue())
 	})
 
-	It("removes the tokens and the RBAC once the machine is released", func() {
+	It("removes the boot ServiceAccount and the RBAC once the machine is released", func() {
 		e := newEnv(newFirewall(), bootstrap)
 		e.reconcile()
 		Expect(e.c.Delete(e.ctx, e.firewall())).To(Succeed())
 		e.reconcile()
 		Expect(apierrors.IsNotFound(e.c.Get(e.ctx, client.ObjectKeyFromObject(e.fw), &firewallv1alpha1.Firewall{}))).To(BeTrue())
-		Expect(tokens(e)).To(BeEmpty())
+		Expect(serviceAccounts(e)).To(BeEmpty())
 		Expect(roleExists(e)).To(BeFalse())
-		Expect(apierrors.IsNotFound(e.c.Get(e.ctx, client.ObjectKey{Name: rbacName}, &rbacv1.ClusterRoleBinding{}))).To(BeTrue())
+		for _, name := range []string{rbacName, rbacName + ":csr"} {
+			Expect(apierrors.IsNotFound(e.c.Get(e.ctx, client.ObjectKey{Name: name}, &rbacv1.ClusterRoleBinding{}))).To(BeTrue(), name)
+		}
 		Expect(apierrors.IsNotFound(e.c.Get(e.ctx, client.ObjectKey{Namespace: namespace, Name: rbacName}, &rbacv1.RoleBinding{}))).To(BeTrue())
 	})
 
-	It("delivers a bootstrap kubeconfig through the shoot to a machine older than its Firewall, and withdraws it once connected", func() {
-		restored := newFirewall()
-		// The Firewall object is restored after its machine was allocated.
-		restored.CreationTimestamp = metav1.NewTime(time.Now().Add(time.Minute).Truncate(time.Second))
-		e := newEnv(restored, bootstrap)
-		_, err := e.provider.Create(e.ctx, newFirewall(), nil)
-		Expect(err).NotTo(HaveOccurred())
+	It("delivers a kubeconfig sealed to the pinned key through the shoot to a machine older than its Firewall, and withdraws it once connected", func() {
+		key := newKey()
+		e := restoredEnv(map[string]string{firewallv1alpha1.AnnotationAgentKey: pin(key)})
 
 		e.reconcile()
 		Expect(e.provider.Created).To(Equal(1), "the restored machine is kept")
 		Expect(deliver.delivered).To(HaveLen(1))
-		Expect(tokens(e)).To(HaveLen(1))
-		Expect(kubeconfigToken(deliver.delivered[0])).To(Equal(tokenOf(tokens(e)[0])))
+		Expect(e.tokens).To(HaveLen(1))
+		Expect(deliver.delivered[0].expires).To(Equal(e.tokens[0].expires))
+
+		kubeconfig, err := seal.Open(key, namespace, fwName, deliver.delivered[0].sealed)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(kubeconfigToken(kubeconfig)).To(Equal(e.tokens[0].token))
+		_, err = seal.Open(newKey(), namespace, fwName, deliver.delivered[0].sealed)
+		Expect(err).To(HaveOccurred(), "no other key opens it")
+		Expect(string(deliver.delivered[0].sealed)).NotTo(ContainSubstring(e.tokens[0].token))
 
 		e.heartbeat()
 		e.reconcile()
 		Expect(deliver.withdrawn).To(Equal(1))
-		Expect(tokens(e)).To(BeEmpty())
+		Expect(serviceAccounts(e)).To(BeEmpty())
 		e.reconcile()
 		Expect(deliver.delivered).To(HaveLen(1), "nothing more once the agent holds its certificate")
 		Expect(deliver.withdrawn).To(Equal(1))
 	})
 
+	It("delivers again only once less than half the token's validity is left", func() {
+		e := restoredEnv(map[string]string{firewallv1alpha1.AnnotationAgentKey: pin(newKey())})
+		e.reconcile()
+		Expect(deliver.delivered).To(HaveLen(1))
+
+		e.clk.Step(tokenValidity/2 - time.Second)
+		e.reconcile()
+		Expect(deliver.delivered).To(HaveLen(1), "more than half is left")
+		Expect(e.tokens).To(HaveLen(1), "no token minted for nothing")
+
+		e.clk.Step(2 * time.Second)
+		e.reconcile()
+		Expect(deliver.delivered).To(HaveLen(2))
+		Expect(e.tokens).To(HaveLen(2))
+		Expect(deliver.delivered[1].expires).To(Equal(e.tokens[1].expires))
+		Expect(deliver.delivered[1].expires).To(BeTemporally(">", deliver.delivered[0].expires))
+	})
+
+	DescribeTable("delivers nothing and mints nothing without a pinned key, and says which annotation is missing",
+		func(annotations map[string]string) {
+			e := restoredEnv(annotations)
+			_, err := e.r.Reconcile(e.ctx, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(e.fw)})
+			Expect(err).To(MatchError(ContainSubstring(firewallv1alpha1.AnnotationAgentKey)))
+			Expect(err).To(MatchError(ContainSubstring(namespace + "/" + fwName)))
+			Expect(deliver.delivered).To(BeEmpty())
+			Expect(e.tokens).To(BeEmpty())
+			Expect(serviceAccounts(e)).To(BeEmpty())
+			Expect(e.provider.Created).To(Equal(1), "the restored machine is kept")
+		},
+		Entry("no annotation", nil),
+		Entry("an empty one", map[string]string{firewallv1alpha1.AnnotationAgentKey: ""}),
+		Entry("one that is no base64", map[string]string{firewallv1alpha1.AnnotationAgentKey: "not base64!"}),
+	)
+
 	It("gives the default validity when none is configured", func() {
 		bootstrap.TokenValidity = 0
 		e := newEnv(newFirewall(), bootstrap)
 		e.reconcile()
-		Expect(tokens(e)).To(ConsistOf(HaveField("Data", HaveKeyWithValue(bootstraptokenapi.BootstrapTokenExpirationKey,
-			[]byte(e.clk.Now().Add(time.Hour).UTC().Format(time.RFC3339))))))
+		Expect(e.tokens).To(HaveLen(1))
+		Expect(e.tokens[0].expirationSeconds).To(BeEquivalentTo(3600))
 	})
 
 	It("mints no credentials without a bootstrap configuration", func() {
 		e := newEnv(newFirewall(), nil)
 		e.reconcile()
-		Expect(tokens(e)).To(BeEmpty())
+		Expect(serviceAccounts(e)).To(BeEmpty())
+		Expect(e.tokens).To(BeEmpty())
 		Expect(roleExists(e)).To(BeFalse())
 	})
 })

@@ -2,11 +2,15 @@ package firewallmachine_test
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	authorizationv1 "k8s.io/api/authorization/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	testclock "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -20,7 +24,9 @@ import (
 )
 
 const (
-	namespace        = "shoot--p--s"
+	namespace = "shoot--p--s"
+	// bootNamespace is the extension's namespace, where boot ServiceAccounts live.
+	bootNamespace    = "extension-firewall-x1"
 	fwName           = "shoot-firewall-abc-0"
 	heartbeatTimeout = 2 * time.Minute
 	healthTimeout    = 20 * time.Minute
@@ -47,6 +53,21 @@ type env struct {
 	provider *machinetest.Memory
 	r        *firewallmachine.Reconciler
 	fw       *firewallv1alpha1.Firewall
+
+	// allow answers the SubjectAccessReviews (the fake client cannot
+	// authorize); nil denies all.
+	allow func(*authorizationv1.ResourceAttributes) bool
+	// tokens are the boot tokens minted, in order.
+	tokens []mintedToken
+}
+
+// mintedToken is a TokenRequest as the fake seed answered it.
+type mintedToken struct {
+	serviceAccount    client.ObjectKey
+	expirationSeconds int64
+	token             string
+	expires           time.Time
+	machinesBefore    int // machines created when it was minted
 }
 
 // newEnv creates fw (and objs) in a fresh fake seed. The clock starts now:
@@ -55,7 +76,32 @@ type env struct {
 func newEnv(fw *firewallv1alpha1.Firewall, bootstrap *firewallmachine.Bootstrap, objs ...client.Object) *env {
 	GinkgoHelper()
 	e := &env{ctx: context.Background(), clk: testclock.NewFakeClock(time.Now().Truncate(time.Second)), provider: machinetest.NewMemory(), fw: fw}
-	e.c = managertest.NewClient(e.clk, interceptor.Funcs{})
+	e.c = managertest.NewClient(e.clk, interceptor.Funcs{
+		Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
+			if sar, ok := obj.(*authorizationv1.SubjectAccessReview); ok {
+				sar.Status.Allowed = e.allow != nil && e.allow(sar.Spec.ResourceAttributes)
+				return nil
+			}
+			return c.Create(ctx, obj, opts...)
+		},
+		// As kube-apiserver: a token of an existing ServiceAccount, valid for
+		// what was asked from now (the fake client's expires in 6041).
+		SubResourceCreate: func(ctx context.Context, c client.Client, sub string, obj, subObj client.Object, opts ...client.SubResourceCreateOption) error {
+			tr, ok := subObj.(*authenticationv1.TokenRequest)
+			if !ok || sub != "token" {
+				return c.SubResource(sub).Create(ctx, obj, subObj, opts...)
+			}
+			if err := c.Get(ctx, client.ObjectKeyFromObject(obj), &corev1.ServiceAccount{}); err != nil {
+				return err
+			}
+			t := mintedToken{serviceAccount: client.ObjectKeyFromObject(obj), expirationSeconds: *tr.Spec.ExpirationSeconds,
+				token: fmt.Sprintf("boot-token-%d", len(e.tokens)), machinesBefore: e.provider.Created}
+			t.expires = e.clk.Now().Add(time.Duration(t.expirationSeconds) * time.Second)
+			e.tokens = append(e.tokens, t)
+			tr.Status = authenticationv1.TokenRequestStatus{Token: t.token, ExpirationTimestamp: metav1.NewTime(t.expires)}
+			return nil
+		},
+	})
 	e.r = &firewallmachine.Reconciler{Client: e.c, Provider: e.provider, Clock: e.clk,
 		HeartbeatTimeout: heartbeatTimeout, HealthTimeout: healthTimeout, Bootstrap: bootstrap}
 	e.r.SetCredentialsClient(e.c)
@@ -96,19 +142,34 @@ func (e *env) heartbeat() {
 	Expect(e.c.Status().Patch(e.ctx, fw, patch)).To(Succeed())
 }
 
-// delivery records what a firewallmachine.Delivery was asked to do.
+// delivery records what a firewallmachine.Delivery was asked to do and,
+// like the shoot, remembers until when the delivered credential is valid.
 type delivery struct {
 	mu        sync.Mutex
-	delivered [][]byte
+	delivered []delivered
+	until     time.Time
 	withdrawn int
 }
 
-func (d *delivery) Deliver(_ context.Context, ns, name string, kubeconfig []byte) error {
+type delivered struct {
+	sealed  []byte
+	expires time.Time
+}
+
+func (d *delivery) Deliver(_ context.Context, ns, name string, sealed []byte, expires time.Time) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	Expect(ns + "/" + name).To(Equal(namespace + "/" + fwName))
-	d.delivered = append(d.delivered, kubeconfig)
+	d.delivered = append(d.delivered, delivered{sealed: sealed, expires: expires})
+	d.until = expires
 	return nil
+}
+
+func (d *delivery) DeliveredUntil(_ context.Context, ns, name string) (time.Time, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	Expect(ns + "/" + name).To(Equal(namespace + "/" + fwName))
+	return d.until, nil
 }
 
 func (d *delivery) Withdraw(_ context.Context, ns, name string) error {
@@ -116,6 +177,7 @@ func (d *delivery) Withdraw(_ context.Context, ns, name string) error {
 	defer d.mu.Unlock()
 	Expect(ns + "/" + name).To(Equal(namespace + "/" + fwName))
 	d.withdrawn++
+	d.until = time.Time{}
 	return nil
 }
 

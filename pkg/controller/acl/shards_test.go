@@ -1,0 +1,84 @@
+package acl
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	extensionsv1alpha1 "github.com/gardener/gardener/pkg/apis/extensions/v1alpha1"
+	resourcesv1alpha1 "github.com/gardener/gardener/pkg/apis/resources/v1alpha1"
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/metal-firewall/gardener-extension-firewall/pkg/constants"
+)
+
+// statusWithCIDRs is an ALLOW status with ten CIDRs of its own.
+func statusWithCIDRs(i int, ingressNamespace string) []byte {
+	var cidrs []string
+	for j := range 10 {
+		cidrs = append(cidrs, fmt.Sprintf(`"%d.%d.%d.0/24"`, 11+i/256, i%256, j))
+	}
+	return []byte(`{"action":"ALLOW","type":"remote_ip","allowedCIDRs":[` + strings.Join(cidrs, ",") + `],"ingressNamespaces":["` + ingressNamespace + `"]}`)
+}
+
+// sharedSecrets are the data Secrets each shared ManagedResource of the namespace refers to.
+func sharedSecrets(a *actuator, namespace string) map[string]string {
+	GinkgoHelper()
+	mrs := &resourcesv1alpha1.ManagedResourceList{}
+	Expect(a.client.List(context.Background(), mrs, client.InNamespace(namespace))).To(Succeed())
+	out := map[string]string{}
+	for _, mr := range mrs.Items {
+		if strings.HasPrefix(mr.Name, constants.ACLSharedManagedResourceName) {
+			Expect(mr.Spec.SecretRefs).To(HaveLen(1))
+			out[mr.Name] = mr.Spec.SecretRefs[0].Name
+		}
+	}
+	return out
+}
+
+var _ = Describe("sharded shared filters", func() {
+	It("rewrite only the changed shoot's shard, and remove the shards that are gone", func() {
+		var objs []client.Object
+		for i := range 400 {
+			ex := aclExtension(fmt.Sprintf("shoot--p%d--s%d", i%7, i), "istio-ingress")
+			ex.Status.ProviderStatus = &runtime.RawExtension{Raw: statusWithCIDRs(i, "istio-ingress")}
+			objs = append(objs, ex)
+		}
+		a := newTestActuator(Config{}, objs...)
+		ctx := context.Background()
+		Expect(a.reconcileShared(ctx, []string{"istio-ingress"})).To(Succeed())
+		before := sharedSecrets(a, "istio-ingress")
+		Expect(len(before)).To(BeNumerically(">", 3), "the root and several shards")
+
+		By("changing one shoot's CIDRs")
+		ex := &extensionsv1alpha1.Extension{}
+		Expect(a.client.Get(ctx, client.ObjectKey{Namespace: "shoot--p3--s10", Name: "acl"}, ex)).To(Succeed())
+		ex.Status.ProviderStatus = &runtime.RawExtension{Raw: statusWithCIDRs(1000, "istio-ingress")}
+		Expect(a.client.Status().Update(ctx, ex)).To(Succeed())
+		Expect(a.reconcileShared(ctx, []string{"istio-ingress"})).To(Succeed())
+		after := sharedSecrets(a, "istio-ingress")
+		Expect(after).To(HaveLen(len(before)))
+		var rewritten []string
+		for name, secret := range after {
+			if before[name] != secret {
+				rewritten = append(rewritten, name)
+			}
+		}
+		Expect(rewritten).To(HaveLen(1), "one shard rewritten")
+		Expect(rewritten[0]).NotTo(Equal(constants.ACLSharedManagedResourceName), "the root is unchanged")
+
+		By("removing every shoot but one")
+		list := &extensionsv1alpha1.ExtensionList{}
+		Expect(a.client.List(ctx, list)).To(Succeed())
+		for i := range list.Items {
+			if list.Items[i].Namespace != "shoot--p3--s10" {
+				Expect(a.client.Delete(ctx, &list.Items[i])).To(Succeed())
+			}
+		}
+		Expect(a.reconcileShared(ctx, []string{"istio-ingress"})).To(Succeed())
+		Expect(sharedSecrets(a, "istio-ingress")).To(HaveLen(2), "the root and one shard")
+	})
+})
