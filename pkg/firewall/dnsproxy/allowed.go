@@ -16,10 +16,14 @@ import (
 // hostile answer must not allow an address for years.
 const maxTTL = 24 * time.Hour
 
-// refreshSlack is how much sooner than wanted an allowed address may expire
-// before a repeated answer refreshes it: so that a name asked a thousand
-// times a second costs a set update about once a second, not a thousand.
-const refreshSlack = time.Second
+// refreshSlack is how much sooner than max(TTL, floor) + grace an allowed
+// address may expire before a repeated answer refreshes it: half the grace.
+// An address so stays allowed for at least its answer's TTL and half the
+// grace, and a name asked a thousand times a second costs a set update once
+// per half grace, not a thousand a second (a resolver that answers with the
+// full TTL every time, as an authoritative one does, moves the wanted
+// expiry with the clock).
+func refreshSlack(grace time.Duration) time.Duration { return grace / 2 }
 
 // Bounds keep what the proxy allows, and so its and the kernel's memory,
 // in check; each is reported when hit.
@@ -49,10 +53,14 @@ type found struct {
 
 // allowed is what the proxy has allowed, per selector: the addresses with
 // the time they expire (as in the kernel), and by which name. Readers ask
-// whether an answer needs a set update; a writer holds the lock across the
-// kernel update, so that nobody releases an answer for an address whose
-// update is still in flight.
+// whether an answer needs a set update. State changes only once the kernel
+// has the update, so nobody releases an answer for an address whose update
+// is still in flight: a reader that does not find it fresh becomes a writer
+// and waits for the write in flight. Writers take turns (write); mu is held
+// for reading and changing the state only, never across the kernel's
+// update, so answers that need none are not held up by one that does.
 type allowed struct {
+	write   sync.Mutex
 	mu      sync.RWMutex
 	matcher *fqdn.Matcher
 	sels    []*selectorState
@@ -222,7 +230,7 @@ func (a *allowed) fresh(found []found, now time.Time, floor, grace time.Duration
 	a.mu.RLock()
 	defer a.mu.RUnlock()
 	for _, f := range found {
-		want := expiresFor(now, f.ttl, floor, grace).Add(-refreshSlack)
+		want := expiresFor(now, f.ttl, floor, grace).Add(-refreshSlack(grace))
 		for _, sel := range f.selectors {
 			st := sel.addrs[f.addr]
 			if !sel.gone && (st == nil || st.expires.Before(want)) {
@@ -234,12 +242,14 @@ func (a *allowed) fresh(found []found, now time.Time, floor, grace time.Duration
 }
 
 // update allows what was found, within the bounds, through write (the
-// kernel), and remembers it once the kernel took it. It holds the lock
-// throughout. It returns the bounds hit.
+// kernel), and remembers it once the kernel took it. Writers take turns;
+// the state is read for the plan and changed after the write. It returns
+// the bounds hit.
 func (a *allowed) update(found []found, now time.Time, floor, grace time.Duration, bounds Bounds,
 	write func([]nftables.FQDNElement) error) (hit []string, err error) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
+	a.write.Lock()
+	defer a.write.Unlock()
+	a.mu.RLock()
 	type change struct {
 		st      *selectorState
 		addr    netip.Addr
@@ -254,8 +264,13 @@ func (a *allowed) update(found []found, now time.Time, floor, grace time.Duratio
 	newNames := map[*selectorState]map[string]int{}
 	added := 0
 	hitOnce := map[string]bool{}
+	type boundNote struct {
+		st  *selectorState
+		msg string
+	}
+	var notes []boundNote
 	note := func(st *selectorState, bound, msg string) {
-		st.bound, st.boundAt = msg, now
+		notes = append(notes, boundNote{st, msg})
 		if !hitOnce[bound] {
 			hitOnce[bound] = true
 			hit = append(hit, bound)
@@ -268,7 +283,7 @@ func (a *allowed) update(found []found, now time.Time, floor, grace time.Duratio
 				continue
 			}
 			cur := st.addrs[f.addr]
-			if cur != nil && !cur.expires.Before(expires.Add(-refreshSlack)) {
+			if cur != nil && !cur.expires.Before(expires.Add(-refreshSlack(grace))) {
 				continue
 			}
 			live := cur != nil && cur.expires.After(now)
@@ -301,14 +316,21 @@ func (a *allowed) update(found []found, now time.Time, floor, grace time.Duratio
 			})
 		}
 	}
-	if len(elems) == 0 {
-		return hit, nil
+	a.mu.RUnlock()
+	if len(elems) > 0 {
+		err = write(elems)
 	}
-	if err := write(elems); err != nil {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for _, n := range notes {
+		n.st.bound, n.st.boundAt = n.msg, now
+	}
+	if err != nil {
 		return hit, err
 	}
 	for _, c := range changes {
-		if c.st.put(c.addr, c.name, c.expires) {
+		// A selector dropped meanwhile took its set with it.
+		if !c.st.gone && c.st.put(c.addr, c.name, c.expires) {
 			a.total++
 		}
 	}

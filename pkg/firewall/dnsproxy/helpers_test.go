@@ -30,8 +30,11 @@ type recorder struct {
 }
 
 func (r *recorder) UpdateFQDN(elems []nftables.FQDNElement) (int, error) {
-	if r.gate != nil {
-		<-r.gate
+	r.mu.Lock()
+	gate := r.gate
+	r.mu.Unlock()
+	if gate != nil {
+		<-gate
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -51,6 +54,21 @@ func (r *recorder) updates() int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.calls
+}
+
+// hold makes the updates wait until the returned channel is closed.
+func (r *recorder) hold() chan struct{} {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.gate = make(chan struct{})
+	return r.gate
+}
+
+// elem returns the i-th element written.
+func (r *recorder) elem(i int) nftables.FQDNElement {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.elems[i]
 }
 
 // written returns the addresses written per set, sorted.

@@ -143,13 +143,16 @@ func (p *Proxy) Run(ctx context.Context) error {
 			for _, s := range servers {
 				_ = s.Shutdown()
 			}
+			p.upstreams.sockets.prune(time.Now().Add(time.Hour))
 			return nil
 		case err := <-errs:
 			for _, s := range servers {
 				_ = s.Shutdown()
 			}
+			p.upstreams.sockets.prune(time.Now().Add(time.Hour))
 			return fmt.Errorf("DNS proxy: %w", err)
 		case <-sweep.C:
+			p.upstreams.sockets.prune(time.Now().Add(-socketMaxAge))
 			p.allowed.sweep(time.Now())
 			p.observeAllowed()
 		}

@@ -27,20 +27,43 @@ var (
 var _ = Describe("Proxy", func() {
 	It("allows an allowed name's addresses before it releases the answer", func() {
 		f := start(dnsproxytest.Answer("api.github.com. 30 IN A 192.0.2.1", "api.github.com. 30 IN A 192.0.2.2"), defaultBounds, github)
-		f.rec.gate = make(chan struct{})
+		gate := f.rec.hold()
 		answered := make(chan *dns.Msg, 1)
 		go func() {
 			defer GinkgoRecover()
 			answered <- f.ask("udp", "API.GitHub.com.", dns.TypeA)
 		}()
 		Consistently(answered, 300*time.Millisecond).ShouldNot(Receive(), "no answer while the set update is in flight")
-		close(f.rec.gate)
+		close(gate)
 		var resp *dns.Msg
 		Eventually(answered).Should(Receive(&resp))
 		Expect(addrs(resp)).To(ConsistOf("192.0.2.1", "192.0.2.2"))
 		Expect(f.rec.written()).To(Equal(map[string][]string{set(github, false): {"192.0.2.1", "192.0.2.2"}}))
-		Expect(f.rec.elems[0].Timeout).To(Equal(35*time.Second), "TTL 30s plus 5s grace")
-		Expect(f.rec.elems[0].Comment).To(Equal("api.github.com"))
+		Expect(f.rec.elem(0).Timeout).To(Equal(35*time.Second), "TTL 30s plus 5s grace")
+		Expect(f.rec.elem(0).Comment).To(Equal("api.github.com"))
+	})
+
+	It("answers what needs no set update while another answer's update is in flight, and holds a repeat of that one", func() {
+		f := start(func(q *dns.Msg, tcp bool) [][]byte {
+			return dnsproxytest.Answer(q.Question[0].Name+" 30 IN A 192.0.2.1")(q, tcp)
+		}, defaultBounds, github, wildcard)
+		f.ask("udp", "x.s3.example.com.", dns.TypeA)
+		gate := f.rec.hold()
+		answered := make(chan *dns.Msg, 2)
+		for range 2 {
+			go func() {
+				defer GinkgoRecover()
+				answered <- f.ask("udp", "api.github.com.", dns.TypeA)
+			}()
+		}
+		Consistently(answered, 300*time.Millisecond).ShouldNot(Receive(), "neither the first answer nor its repeat before the update")
+		Expect(addrs(f.ask("udp", "www.example.com.", dns.TypeA))).To(Equal([]string{"192.0.2.1"}), "a name no selector matches")
+		Expect(addrs(f.ask("tcp", "x.s3.example.com.", dns.TypeA))).To(Equal([]string{"192.0.2.1"}), "an allowed name already in its set")
+		Expect(answered).NotTo(Receive())
+		close(gate)
+		Eventually(answered).Should(Receive())
+		Eventually(answered).Should(Receive())
+		Expect(f.rec.updates()).To(Equal(2), "one for each allowed name: the repeat found the address in the set")
 	})
 
 	It("passes answers for names no selector matches through untouched, without a set update", func() {
@@ -72,12 +95,12 @@ var _ = Describe("Proxy", func() {
 	It("learns only the asked name's chain in the answer section, of the asked type, unicast", func() {
 		f := start(dnsproxytest.Records([]string{
 			"api.github.com. 30 IN A 192.0.2.1",
-			"target.example.org. 30 IN A 198.51.100.66",     // another allowed name, never asked
-			"x.s3.example.com. 30 IN A 198.51.100.67",       // a wildcard's name, never asked
-			"api.github.com. 30 IN AAAA 2001:db8::66",      // not the asked type
-			"api.github.com. 30 IN A 127.0.0.1",            // not unicast
-			"api.github.com. 30 IN A 0.0.0.0",              // not unicast
-			"api.github.com. 30 IN A 224.0.0.1",            // multicast
+			"target.example.org. 30 IN A 198.51.100.66",          // another allowed name, never asked
+			"x.s3.example.com. 30 IN A 198.51.100.67",            // a wildcard's name, never asked
+			"api.github.com. 30 IN AAAA 2001:db8::66",            // not the asked type
+			"api.github.com. 30 IN A 127.0.0.1",                  // not unicast
+			"api.github.com. 30 IN A 0.0.0.0",                    // not unicast
+			"api.github.com. 30 IN A 224.0.0.1",                  // multicast
 			"other.example.com. 30 IN CNAME target.example.org.", // a chain of another name
 		}, []string{"api.github.com. 30 IN NS ns.example.com."},
 			[]string{"api.github.com. 30 IN A 198.51.100.68", "target.example.org. 30 IN A 198.51.100.69"}),
@@ -110,6 +133,32 @@ var _ = Describe("Proxy", func() {
 		resp := f.ask("udp", "api.github.com.", dns.TypeA)
 		Expect(addrs(resp)).To(Equal([]string{"192.0.2.1"}))
 		Expect(f.rec.written()).To(Equal(map[string][]string{set(github, false): {"192.0.2.1"}}))
+	})
+
+	It("reuses an upstream socket after a clean exchange only, and takes nothing left in one for the next answer", func() {
+		answer := dnsproxytest.Answer("api.github.com. 30 IN A 192.0.2.1")
+		f := start(answer, defaultBounds, github)
+		for range 5 {
+			f.ask("udp", "api.github.com.", dns.TypeA)
+		}
+		Expect(f.upstream.UDPSources()).To(HaveLen(1), "one socket for queries one after another")
+
+		// After the answer, another datagram with the query's ID: it waits
+		// in the socket for the next query to read.
+		f.upstream.SetReply(func(q *dns.Msg, tcp bool) [][]byte {
+			m := new(dns.Msg).SetReply(q)
+			rr, _ := dns.NewRR("api.github.com. 30 IN A 198.51.100.9")
+			m.Answer = []dns.RR{rr}
+			stray, _ := m.Pack()
+			return append(answer(q, tcp), stray)
+		})
+		f.ask("udp", "api.github.com.", dns.TypeA)
+		f.upstream.SetReply(answer)
+		time.Sleep(50 * time.Millisecond) // the stray datagram arrives
+		Expect(addrs(f.ask("udp", "api.github.com.", dns.TypeA))).To(Equal([]string{"192.0.2.1"}))
+		Expect(f.rec.written()).To(Equal(map[string][]string{set(github, false): {"192.0.2.1"}}))
+		f.ask("udp", "api.github.com.", dns.TypeA)
+		Expect(f.upstream.UDPSources()).To(HaveLen(2), "the socket that held a stray datagram was closed, not reused")
 	})
 
 	It("answers SERVFAIL and allows nothing when only hostile responses come", func() {
@@ -184,26 +233,26 @@ var _ = Describe("Proxy", func() {
 	})
 
 	It("costs no set update for a repeated answer, and refreshes with a longer TTL", func() {
-		ttl := "30"
-		f := start(func(q *dns.Msg, tcp bool) [][]byte {
-			return dnsproxytest.Answer("api.github.com. " + ttl + " IN A 192.0.2.1")(q, tcp)
-		}, defaultBounds, github)
+		withTTL := func(ttl string) dnsproxytest.Reply {
+			return dnsproxytest.Answer("api.github.com. " + ttl + " IN A 192.0.2.1")
+		}
+		f := start(withTTL("30"), defaultBounds, github)
 		f.ask("udp", "api.github.com.", dns.TypeA)
 		f.ask("udp", "api.github.com.", dns.TypeA)
 		Expect(f.rec.updates()).To(Equal(1))
-		ttl = "1" // under the floor of 10s: 15s, less than the 35s in force
+		f.upstream.SetReply(withTTL("1")) // under the floor of 10s: 15s, less than the 35s in force
 		f.ask("udp", "api.github.com.", dns.TypeA)
 		Expect(f.rec.updates()).To(Equal(1))
-		ttl = "300"
+		f.upstream.SetReply(withTTL("300"))
 		f.ask("udp", "api.github.com.", dns.TypeA)
 		Expect(f.rec.updates()).To(Equal(2))
-		Expect(f.rec.elems[1]).To(And(HaveField("Timeout", 305*time.Second), HaveField("Refresh", true)))
+		Expect(f.rec.elem(1)).To(And(HaveField("Timeout", 305*time.Second), HaveField("Refresh", true)))
 	})
 
 	It("takes a day at most from a TTL", func() {
 		f := start(dnsproxytest.Answer("api.github.com. 2147483647 IN A 192.0.2.1"), defaultBounds, github)
 		f.ask("udp", "api.github.com.", dns.TypeA)
-		Expect(f.rec.elems[0].Timeout).To(Equal(24*time.Hour + 5*time.Second))
+		Expect(f.rec.elem(0).Timeout).To(Equal(24*time.Hour + 5*time.Second))
 	})
 
 	It("asks again over TCP when the answer is truncated, learns it whole, and gives the client what fits", func() {
@@ -237,7 +286,7 @@ var _ = Describe("Proxy", func() {
 
 	It("forgets a removed selector and learns a new one, and starts from the kernel's sets after a restart", func() {
 		f := start(func(q *dns.Msg, tcp bool) [][]byte {
-			return dnsproxytest.Answer(q.Question[0].Name + " 30 IN A 192.0.2.7")(q, tcp)
+			return dnsproxytest.Answer(q.Question[0].Name+" 30 IN A 192.0.2.7")(q, tcp)
 		}, defaultBounds)
 		f.proxy.Restore([]nftables.FQDNSetContent{
 			{Name: set(github, false), Comment: sel(github).Key(), Elements: []nftables.FQDNElement{{Addr: netip.MustParseAddr("192.0.2.1"), Timeout: time.Minute, Comment: "api.github.com"}}},

@@ -20,6 +20,7 @@ const maxMessage = 65535
 type upstreams struct {
 	addrs   []netip.AddrPort
 	timeout time.Duration
+	sockets socketPool
 }
 
 // errNoAnswer is returned when no resolver gave a matching response.
@@ -38,7 +39,7 @@ func (u *upstreams) exchange(ctx context.Context, query *dns.Msg, packed []byte,
 			raw, resp, err = exchangeTCP(attempt, addr, query, packed)
 		} else {
 			var n int
-			raw, resp, n, err = exchangeUDP(attempt, addr, query, packed)
+			raw, resp, n, err = u.exchangeUDP(attempt, addr, query, packed)
 			mismatched += n
 		}
 		cancel()
@@ -53,20 +54,31 @@ func (u *upstreams) exchange(ctx context.Context, query *dns.Msg, packed []byte,
 	return nil, nil, mismatched, errors.Join(append([]error{errNoAnswer}, errs...)...)
 }
 
-func exchangeUDP(ctx context.Context, addr netip.AddrPort, query *dns.Msg, packed []byte) ([]byte, *dns.Msg, int, error) {
-	var d net.Dialer
-	conn, err := d.DialContext(ctx, "udp", addr.String())
+// exchangeUDP asks addr over a pooled socket, which goes back to the pool
+// only if the first datagram read was the response.
+func (u *upstreams) exchangeUDP(ctx context.Context, addr netip.AddrPort, query *dns.Msg, packed []byte) ([]byte, *dns.Msg, int, error) {
+	sock, err := u.sockets.get(ctx, addr)
 	if err != nil {
 		return nil, nil, 0, err
 	}
-	defer func() { _ = conn.Close() }()
+	conn := sock.conn
+	clean := false
+	defer func() {
+		if clean {
+			u.sockets.put(addr, sock)
+		} else {
+			_ = conn.Close()
+		}
+	}()
 	if deadline, ok := ctx.Deadline(); ok {
 		_ = conn.SetDeadline(deadline)
 	}
 	if _, err := conn.Write(packed); err != nil {
 		return nil, nil, 0, err
 	}
-	buf := make([]byte, maxMessage)
+	bp := buffers.Get().(*[]byte)
+	defer buffers.Put(bp)
+	buf := *bp
 	mismatched := 0
 	for {
 		n, err := conn.Read(buf)
@@ -78,6 +90,7 @@ func exchangeUDP(ctx context.Context, addr netip.AddrPort, query *dns.Msg, packe
 			mismatched++
 			continue
 		}
+		clean = mismatched == 0
 		return append([]byte(nil), buf[:n]...), resp, mismatched, nil
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"io"
 	"net"
+	"slices"
 	"sync"
 
 	"github.com/miekg/dns"
@@ -26,7 +27,9 @@ type Server struct {
 	reply Reply
 	// queries counts the queries received.
 	queries int
-	wg      sync.WaitGroup
+	// udpSources lists the distinct addresses UDP queries came from.
+	udpSources []string
+	wg         sync.WaitGroup
 }
 
 // Start listens on addr (e.g. "127.0.0.1:0") in the calling thread's
@@ -71,6 +74,14 @@ func (s *Server) Queries() int {
 	return s.queries
 }
 
+// UDPSources returns the distinct addresses UDP queries came from, in the
+// order they first came.
+func (s *Server) UDPSources() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]string(nil), s.udpSources...)
+}
+
 // Close stops the server.
 func (s *Server) Close() error {
 	err := errors.Join(s.pc.Close(), s.l.Close())
@@ -98,6 +109,11 @@ func (s *Server) serveUDP() {
 		if err != nil {
 			return
 		}
+		s.mu.Lock()
+		if !slices.Contains(s.udpSources, from.String()) {
+			s.udpSources = append(s.udpSources, from.String())
+		}
+		s.mu.Unlock()
 		for _, out := range s.answer(buf[:n], false) {
 			_, _ = s.pc.WriteTo(out, from)
 		}
