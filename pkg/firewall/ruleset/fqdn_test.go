@@ -46,7 +46,7 @@ var _ = Describe("toFQDNs", func() {
 		Expect(out).To(ContainSubstring(`ip saddr @internal_v4 jump fqdn_v4 comment "fqdn-jump-v4 `))
 		Expect(out).To(ContainSubstring(`ip6 saddr @internal_v6 jump fqdn_v6 comment "fqdn-jump-v6 `))
 		s3v4 := FQDNSetName(fqdn.FromAPI(s3), false)
-		Expect(out).To(ContainSubstring("ip daddr @" + s3v4 + " counter accept comment \"fqdn-v4 "), "the rule without ports allows every port")
+		Expect(out).To(ContainSubstring("ip daddr @"+s3v4+" counter accept comment \"fqdn-v4 "), "the rule without ports allows every port")
 		chain := func(name string) *Chain {
 			for _, c := range rs.Chains {
 				if c.Name == name {
