@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -35,13 +36,19 @@ const (
 // until the spec ends.
 func dnsmasq(ns *netns.NS, records ...string) {
 	GinkgoHelper()
+	dnsmasqOn(ns, []string{resolverV4, resolverV6}, records...)
+}
+
+// dnsmasqOn runs dnsmasq in ns listening on the given addresses.
+func dnsmasqOn(ns *netns.NS, listen []string, records ...string) *exec.Cmd {
+	GinkgoHelper()
 	path, err := exec.LookPath("dnsmasq")
 	if err != nil {
 		path, err = exec.LookPath("/usr/sbin/dnsmasq") // not on a user's PATH
 	}
 	Expect(err).NotTo(HaveOccurred(), "the DNS tests need dnsmasq (Debian package dnsmasq-base; hack/test-prereqs.sh installs it)")
 	args := append([]string{"netns", "exec", ns.Name, path, "--keep-in-foreground", "--no-resolv", "--no-hosts", "--bind-interfaces",
-		"--listen-address=" + resolverV4 + "," + resolverV6, "--port=53", "--local-ttl=300", "--log-facility=-", "--pid-file=",
+		"--listen-address=" + strings.Join(listen, ","), "--port=53", "--local-ttl=300", "--log-facility=-", "--pid-file=",
 		"--user=root", "--group=root"}, records...)
 	cmd := exec.Command("ip", args...)
 	cmd.Stdout, cmd.Stderr = GinkgoWriter, GinkgoWriter
@@ -51,9 +58,12 @@ func dnsmasq(ns *netns.NS, records ...string) {
 		_ = cmd.Wait()
 	})
 	Eventually(func() error {
-		_, err := lookup(ns, resolverV4, "udp", "allowed.example.com.", dns.TypeA)
-		return err
+		return ns.Do(func() error {
+			_, _, err := (&dns.Client{Timeout: time.Second}).Exchange(new(dns.Msg).SetQuestion("ready.invalid.", dns.TypeA), net.JoinHostPort(listen[0], "53"))
+			return err
+		})
 	}, 5*time.Second, 50*time.Millisecond).Should(Succeed(), "dnsmasq answers")
+	return cmd
 }
 
 // lookup asks server:53 from ns and returns the addresses of the answer.
@@ -103,10 +113,12 @@ type agentProcess struct {
 	done chan struct{}
 }
 
-func startAgentProcess(fw *netns.NS, cfgPath string) *agentProcess {
+// startAgentProcess runs the agent with env added to the test's environment.
+func startAgentProcess(fw *netns.NS, cfgPath string, env ...string) *agentProcess {
 	GinkgoHelper()
 	p := &agentProcess{out: gbytes.NewBuffer(), done: make(chan struct{})}
 	p.cmd = exec.Command("ip", "netns", "exec", fw.Name, binary, "--config", cfgPath, "--poll-interval", "100ms", "--metrics-bind-address", "0")
+	p.cmd.Env = append(os.Environ(), env...)
 	p.cmd.Stdout, p.cmd.Stderr = p.out, p.out
 	Expect(p.cmd.Start()).To(Succeed())
 	go func() {
