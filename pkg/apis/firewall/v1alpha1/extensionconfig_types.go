@@ -34,4 +34,9 @@ type FirewallExtensionConfig struct {
 	// Strategy is RollingUpdate (default) or Recreate.
 	// +optional
 	Strategy UpdateStrategy `json:"strategy,omitempty"`
+	// DNS turns on the agent's DNS proxy, which enforces the policies'
+	// toFQDNs: without it they allow nothing. It goes into the agent's
+	// config, so a change rolls the firewall.
+	// +optional
+	DNS *DNSProxy `json:"dns,omitempty"`
 }

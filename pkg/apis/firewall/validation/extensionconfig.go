@@ -47,5 +47,6 @@ func ValidateFirewallExtensionConfig(cfg *firewallv1alpha1.FirewallExtensionConf
 		allErrs = append(allErrs, fielderrors.NotSupported(fldPath.Child("strategy"), cfg.Strategy,
 			[]firewallv1alpha1.UpdateStrategy{firewallv1alpha1.StrategyRollingUpdate, firewallv1alpha1.StrategyRecreate}))
 	}
+	allErrs = append(allErrs, ValidateDNSProxy(cfg.DNS, fldPath.Child("dns"))...)
 	return allErrs
 }

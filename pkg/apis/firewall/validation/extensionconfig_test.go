@@ -29,6 +29,14 @@ var _ = Describe("DecodeFirewallExtensionConfig", func() {
 		Expect(err).NotTo(HaveOccurred(), "MaxInternalPrefixes are accepted")
 	})
 
+	It("accepts the DNS proxy's settings", func() {
+		cfg, err := DecodeFirewallExtensionConfig([]byte(config(`,"dns":{"upstreams":["10.0.0.53","2001:db8::53"],"minTTL":"30s","grace":"2m","maxSelectors":500}`)))
+		Expect(err).NotTo(HaveOccurred())
+		Expect(cfg.DNS.Upstreams).To(Equal([]string{"10.0.0.53", "2001:db8::53"}))
+		Expect(cfg.DNS.SelectorLimit()).To(Equal(500))
+		Expect(cfg.DNS.AddressesPerName()).To(Equal(64), "the default")
+	})
+
 	DescribeTable("refuses, naming the field and the value",
 		func(raw string, want ...string) {
 			_, err := DecodeFirewallExtensionConfig([]byte(raw))
@@ -71,6 +79,11 @@ var _ = Describe("DecodeFirewallExtensionConfig", func() {
 		Entry("a network with a newline", strings.Replace(config(""), `"tenant-1"`, `"tenant\n1"`, 1), `providerConfig.networks[1]: Invalid value: "tenant\n1"`),
 		Entry("an agent URL that is not http(s)", config(`,"agentURL":"file:///etc/shadow"`), `providerConfig.agentURL: Invalid value: "file:///etc/shadow"`),
 		Entry("an agent version with a newline", config(`,"agentVersion":"v1\nx"`), `providerConfig.agentVersion: Invalid value: "v1\nx"`),
+		Entry("a DNS proxy without resolvers", config(`,"dns":{}`), `providerConfig.dns.upstreams: Required value`),
+		Entry("a resolver by name", config(`,"dns":{"upstreams":["dns.example.com"]}`),
+			`providerConfig.dns.upstreams[0]: Invalid value: "dns.example.com": must be an IPv4 or IPv6 address`),
+		Entry("a grace of a week", config(`,"dns":{"upstreams":["10.0.0.53"],"grace":"168h"}`), `providerConfig.dns.grace: Invalid value: "168h0m0s": must be between 0s and 24h`),
+		Entry("an unknown DNS field", config(`,"dns":{"upstreams":["10.0.0.53"],"upstream":"10.0.0.54"}`), `unknown field "dns.upstream"`),
 	)
 
 	It("reports at most strict.MaxErrors errors and counts the rest", func() {

@@ -8,11 +8,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
-	agentconfigv1alpha1 "github.com/metal-firewall/gardener-extension-firewall/pkg/apis/agentconfig/v1alpha1"
+	fwv1alpha1 "github.com/metal-firewall/gardener-extension-firewall/pkg/apis/firewall/v1alpha1"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/utils/fielderrors"
 )
 
-// Bounds of the DNS section.
+// Bounds of a DNSProxy.
 const (
 	// MaxDNSUpstreams is the most resolvers (resolv.conf takes three).
 	MaxDNSUpstreams = 8
@@ -29,11 +29,13 @@ const (
 	MaxDNSAddresses = 10_000_000
 )
 
-func validateDNS(d *agentconfigv1alpha1.DNS) field.ErrorList {
+// ValidateDNSProxy checks the DNS proxy's settings at fldPath: the agent
+// config's dns, a providerConfig's dns.
+func ValidateDNSProxy(d *fwv1alpha1.DNSProxy, fldPath *field.Path) field.ErrorList {
 	if d == nil {
 		return nil
 	}
-	p := field.NewPath("dns")
+	p := fldPath
 	var allErrs field.ErrorList
 	switch up := p.Child("upstreams"); {
 	case len(d.Upstreams) == 0:
