@@ -143,7 +143,7 @@ func (a *Agent) fqdnStatus(spec *fwv1alpha1.PolicySpec) []fwv1alpha1.FQDNSelecto
 			st := fwv1alpha1.FQDNSelectorStatus{MatchName: sel.MatchName, MatchPattern: sel.MatchPattern}
 			switch {
 			case a.dnsProxy == nil:
-				st.Message = "not enforced: the firewall runs no DNS proxy (agent config: dns), so names allow nothing"
+				st.Message = "not enforced: the firewall runs no DNS proxy (dns in the firewall's providerConfig), so names allow nothing"
 			default:
 				now := a.dnsProxy.Status(s, fwv1alpha1.MaxStatusAddresses)
 				st.Enforced, st.AddressCount, st.Message = now.Enforced, int32(now.Count), now.Bound
@@ -151,7 +151,7 @@ func (a *Agent) fqdnStatus(spec *fwv1alpha1.PolicySpec) []fwv1alpha1.FQDNSelecto
 					st.Addresses = append(st.Addresses, addr.String())
 				}
 				if !now.Enforced {
-					st.Message = fmt.Sprintf("not enforced: the firewall enforces at most %d distinct selectors (agent config: dns.maxSelectors)", a.dnsConfig.SelectorLimit())
+					st.Message = fmt.Sprintf("not enforced: the firewall enforces at most %d distinct selectors (dns.maxSelectors)", a.dnsConfig.SelectorLimit())
 				}
 			}
 			out = append(out, st)
