@@ -166,4 +166,6 @@ bench:
 	  | grep -v -e '^=== RUN' -e '^--- PASS' -e '^PASS$$' -e '^ok '
 	@KUBEBUILDER_ASSETS="$$(hack/build-control-plane.sh)" BENCH_TABLE=true go test ./test/integration/acl/ -count=1 -v -timeout 90m -ginkgo.label-filter=bench \
 	  | grep -e '^|' -e 'FAIL' -e 'Timed out'
+	@KUBEBUILDER_ASSETS="$$(hack/build-control-plane.sh)" BENCH_TABLE=true go test ./test/integration/metalscale/ -count=1 -v -timeout 40m -ginkgo.label-filter=bench \
+	  | grep -e '^|' -e 'FAIL' -e 'Timed out'
 	@$(MAKE) --no-print-directory bench-istio

@@ -1,6 +1,10 @@
 package charts_test
 
 import (
+	"os"
+	"path/filepath"
+	"strings"
+
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
@@ -123,18 +127,65 @@ var _ = Describe("Chart", func() {
 		)))
 	})
 
-	It("runs the local machine provider privileged with its state in the pod, and nothing else so", func() {
-		objs := objects(minimalValues())
-		Expect(*container(objs).SecurityContext.Privileged).To(BeTrue())
-		opts := parsedOptions(objs)
-		Expect(container(objs).VolumeMounts).To(ContainElement(HaveField("MountPath", opts.LocalStateDir)))
-
-		objs = objects(with(minimalValues(), []string{"machineProvider", "type"}, "metal"))
+	It("runs the metal provider by default, unprivileged, with the HMAC key from a Secret file", func() {
+		values := with(minimalValues(), []string{"machineProvider", "metal", "url"}, "https://metal.example.com/metal")
+		with(values, []string{"machineProvider", "metal", "hmac"}, "the-hmac-key")
+		objs := objects(values)
 		sc := container(objs).SecurityContext
 		Expect(sc.Privileged).To(BeNil())
 		Expect(*sc.RunAsNonRoot).To(BeTrue())
 		Expect(*sc.AllowPrivilegeEscalation).To(BeFalse())
 		Expect(args(objs)).NotTo(ContainElement(HavePrefix("--local-")))
+		Expect(strings.Join(args(objs), " ")).NotTo(ContainSubstring("the-hmac-key"), "the key is never an argument")
+
+		opts := parsedOptions(objs)
+		Expect(opts.MachineProvider).To(Equal("metal"))
+		Expect(opts.Metal.URL).To(Equal("https://metal.example.com/metal"))
+		secret := find[*corev1.Secret](objs, "gardener-extension-firewall-metal-api")
+		Expect(secret).NotTo(BeNil())
+		Expect(secret.Data).To(HaveKeyWithValue("hmac", []byte("the-hmac-key")))
+		var vol corev1.Volume
+		for _, v := range volumes(objs) {
+			if v.Name == "metal-api" {
+				vol = v
+			}
+		}
+		Expect(vol.Secret).To(HaveField("SecretName", secret.Name))
+		Expect(*vol.Secret.DefaultMode).To(Equal(int32(0o440)))
+		Expect(*deployment(objs).Spec.Template.Spec.SecurityContext.FSGroup).To(Equal(*sc.RunAsUser), "the non-root user reads the key through its group")
+		Expect(container(objs).VolumeMounts).To(ContainElement(And(HaveField("Name", "metal-api"), HaveField("MountPath", filepath.Dir(opts.Metal.HMACFile)))))
+		Expect(deployment(objs).Spec.Template.Labels).To(And(
+			HaveKeyWithValue("networking.gardener.cloud/to-public-networks", "allowed"),
+			HaveKeyWithValue("networking.gardener.cloud/to-private-networks", "allowed")), "Gardener's network policies let it reach the metal-api")
+
+		By("the binary starts with what the chart gives it: the flags validate and the provider is set up")
+		Expect(validate(opts)).To(Succeed())
+		key := filepath.Join(GinkgoT().TempDir(), "hmac")
+		Expect(os.WriteFile(key, secret.Data["hmac"], 0o400)).To(Succeed())
+		opts.Metal.HMACFile = key
+		_, err := app.NewMachineProvider(opts)
+		Expect(err).NotTo(HaveOccurred())
+	})
+
+	It("takes the HMAC key from an existing Secret instead", func() {
+		values := with(minimalValues(), []string{"machineProvider", "metal", "existingSecret"}, map[string]any{"name": "my-metal-key", "key": "key"})
+		objs := objects(values)
+		Expect(find[*corev1.Secret](objs, "gardener-extension-firewall-metal-api")).To(BeNil())
+		for _, v := range volumes(objs) {
+			if v.Name == "metal-api" {
+				Expect(v.Secret.SecretName).To(Equal("my-metal-key"))
+				Expect(v.Secret.Items).To(ConsistOf(corev1.KeyToPath{Key: "key", Path: "hmac"}))
+			}
+		}
+	})
+
+	It("runs the local machine provider privileged with its state in the pod, only when asked for", func() {
+		objs := objects(with(minimalValues(), []string{"machineProvider", "type"}, "local"))
+		Expect(*container(objs).SecurityContext.Privileged).To(BeTrue())
+		opts := parsedOptions(objs)
+		Expect(container(objs).VolumeMounts).To(ContainElement(HaveField("MountPath", opts.LocalStateDir)))
+		Expect(args(objs)).NotTo(ContainElement(HavePrefix("--metal-api-")))
+		Expect(deployment(objs).Spec.Template.Labels).NotTo(HaveKey("networking.gardener.cloud/to-public-networks"), "no metal-api to reach")
 	})
 
 	It("binds its ServiceAccount, whose token Gardener projects", func() {

@@ -4,6 +4,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -54,6 +55,12 @@ var notSetByChart = map[string]string{
 	"version":    "",
 }
 
+// providerFlags are the flags of each machine provider: the chart sets those of the one chosen.
+var providerFlags = map[string][]string{
+	"metal": {"metal-api-url", "metal-api-hmac-file", "metal-api-hmac-auth-type", "metal-api-timeout"},
+	"local": {"local-state-dir", "local-agent-path", "local-internal-netns", "local-external-netns"},
+}
+
 var _ = Describe("Deployment flags", func() {
 	It("are flags the binary accepts, with values it validates", func() {
 		opts, fs, err := parse(args(objects(minimalValues())))
@@ -67,16 +74,32 @@ var _ = Describe("Deployment flags", func() {
 		Expect(err).To(MatchError(ContainSubstring("unknown flag: --no-such-flag")))
 	})
 
-	It("set every flag of the binary but the ones left at their defaults on purpose", func() {
-		_, fs, err := parse(args(objects(minimalValues())))
+	DescribeTable("set every flag of the binary but the ones left at their defaults on purpose",
+		func(provider, other string) {
+			_, fs, err := parse(args(objects(with(minimalValues(), []string{"machineProvider", "type"}, provider))))
+			Expect(err).NotTo(HaveOccurred())
+			var unset, foreign []string
+			fs.VisitAll(func(f *pflag.Flag) {
+				_, ok := notSetByChart[f.Name]
+				otherProvider := slices.Contains(providerFlags[other], f.Name)
+				switch {
+				case f.Changed && otherProvider:
+					foreign = append(foreign, "--"+f.Name)
+				case !f.Changed && !ok && !otherProvider:
+					unset = append(unset, "--"+f.Name)
+				}
+			})
+			Expect(unset).To(BeEmpty(), "a new flag of the binary needs a value in the chart (or an entry in notSetByChart): %s", strings.Join(unset, ", "))
+			Expect(foreign).To(BeEmpty(), "flags of the provider not chosen")
+		},
+		Entry("metal", "metal", "local"),
+		Entry("local", "local", "metal"),
+	)
+
+	It("refuse a csrMaxDuration below what the agent asks for", func() {
+		opts, _, err := parse(args(objects(with(minimalValues(), []string{"firewall", "csrMaxDuration"}, "6h"))))
 		Expect(err).NotTo(HaveOccurred())
-		var unset []string
-		fs.VisitAll(func(f *pflag.Flag) {
-			if _, ok := notSetByChart[f.Name]; !f.Changed && !ok {
-				unset = append(unset, "--"+f.Name)
-			}
-		})
-		Expect(unset).To(BeEmpty(), "a new flag of the binary needs a value in the chart (or an entry in notSetByChart): %s", strings.Join(unset, ", "))
+		Expect(validate(opts)).To(MatchError(ContainSubstring("--csr-max-duration 6h0m0s is below the 12h0m0s the firewall agent asks for")))
 	})
 
 	It("carry the values", func() {
@@ -86,6 +109,8 @@ var _ = Describe("Deployment flags", func() {
 		with(values, []string{"firewall", "bootTokenValidity"}, "30m")
 		with(values, []string{"firewall", "csrMaxDuration"}, "12h")
 		with(values, []string{"controllers", "ignoreOperationAnnotation"}, true)
+		with(values, []string{"kubeAPI", "qps"}, 50)
+		with(values, []string{"firewall", "workers"}, 20)
 		opts, _, err := parse(args(objects(values)))
 		Expect(err).NotTo(HaveOccurred())
 		Expect(opts.ACL.AlwaysAllowedCIDRs).To(Equal([]string{"192.0.2.0/24", "2001:db8::/32"}))
@@ -93,6 +118,8 @@ var _ = Describe("Deployment flags", func() {
 		Expect(opts.BootTokenValidity.String()).To(Equal("30m0s"))
 		Expect(opts.CSRMaxDuration.String()).To(Equal("12h0m0s"))
 		Expect(opts.IgnoreOperationAnnotation).To(BeTrue())
+		Expect(opts.KubeAPIQPS).To(Equal(float32(50)))
+		Expect(opts.Workers).To(Equal(20))
 		Expect(opts.SeedServer).To(Equal(seedURL))
 		Expect(validate(opts)).To(Succeed())
 	})

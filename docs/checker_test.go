@@ -95,16 +95,15 @@ var _ = Describe("The example checker", func() {
 		notBuilt := md(
 			fence+"yaml",
 			"sources:",
-			"  metal: {url: https://metal.example.com}",
 			"  static: {firewall: {}}",
 			"controllers:",
-			"  firewall: {source: static, selfUpdate: {enabled: true}}",
+			"  firewall: {source: static, selfUpdate: {enabled: true}, droptailer: {enabled: true}}",
 			fence,
 		)
-		both := `<!-- example: not-built "unknown field \"sources.metal\"" "unknown field \"controllers.firewall.selfUpdate\"" -->`
+		both := `<!-- example: not-built "unknown field \"controllers.firewall.selfUpdate\"" "unknown field \"controllers.firewall.droptailer\"" -->`
 		Expect(verdicts(md(both, notBuilt))).To(HaveExactElements(Succeed()))
-		other := `<!-- example: not-built "unknown field \"sources.metal\"" "droptailer" -->`
-		Expect(verdicts(md(other, notBuilt))).To(HaveExactElements(MatchError(ContainSubstring(`not with the documented "droptailer"`))))
+		other := `<!-- example: not-built "unknown field \"controllers.firewall.selfUpdate\"" "ebpf" -->`
+		Expect(verdicts(md(other, notBuilt))).To(HaveExactElements(MatchError(ContainSubstring(`not with the documented "ebpf"`))))
 		Expect(verdicts(md(`<!-- example: not-built -->`, fence+"yaml", agentConfig+fence))).To(HaveExactElements(MatchError(ContainSubstring("but is accepted"))))
 	})
 

@@ -36,6 +36,9 @@ type ExtensionOptions struct {
 	// Provider makes the firewall machines. Give both seeds of a migration
 	// the same one: one infrastructure (as metal-api is) behind both.
 	Provider machine.Provider
+	// InDoubtSettle, when set, is how long the manager only looks for a
+	// machine after a Create whose outcome is unknown.
+	InDoubtSettle time.Duration
 	// ACL, when set, also runs the acl controller with this operator config
 	// (without its webhook: the controller then deploys each shoot's own
 	// EnvoyFilter, which is enough where no Gardener EnvoyFilters exist).
@@ -93,7 +96,7 @@ func addControllers(ctx context.Context, mgr manager.Manager, seed, shoot *teste
 		return err
 	}
 	if err := firewallmanager.AddToManager(mgr, firewallmanager.Options{
-		Provider: opts.Provider, HeartbeatTimeout: HeartbeatTimeout,
+		Provider: opts.Provider, HeartbeatTimeout: HeartbeatTimeout, InDoubtSettle: opts.InDoubtSettle,
 		Bootstrap: &firewallmachine.Bootstrap{
 			Server: seed.Config.Host, CAData: seed.Config.CAData, Namespace: BootNamespace,
 			SecretNames: []string{constants.ShootAccessSecretName},

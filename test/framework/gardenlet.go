@@ -114,3 +114,14 @@ func Restore(ctx context.Context, c client.Client, migrated *extensionsv1alpha1.
 	// Gardener's generic reconciler may report the restore as a reconcile.
 	return ex, WaitForLastOperation(ctx, c, ex, regexp.MustCompile(`^(Restore|Reconcile) Succeeded$`), timeout)
 }
+
+// UpdateProviderConfig changes the Extension's providerConfig and asks for a
+// reconcile, as gardenlet does when the shoot's spec changes.
+func UpdateProviderConfig(ctx context.Context, c client.Client, ex *extensionsv1alpha1.Extension, providerConfig []byte) error {
+	if err := c.Get(ctx, client.ObjectKeyFromObject(ex), ex); err != nil {
+		return err
+	}
+	ex.Spec.ProviderConfig = &runtime.RawExtension{Raw: providerConfig}
+	metav1.SetMetaDataAnnotation(&ex.ObjectMeta, v1beta1constants.GardenerOperation, v1beta1constants.GardenerOperationReconcile)
+	return c.Update(ctx, ex)
+}

@@ -12,6 +12,9 @@ import (
 // nodes' network to the machine).
 type Wiring struct {
 	InternalNetNS, ExternalNetNS string
+	// InternalLink and ExternalLink are the machine's links (int0 and ext0
+	// by default; vrf<vrf> on a machine of the metal test server).
+	InternalLink, ExternalLink string
 	// Prefix length of both networks.
 	Bits int
 	// MachineInternal and Node are on int0's network, MachineExternal and
@@ -26,6 +29,7 @@ type Wiring struct {
 func DefaultWiring(internalNetNS, externalNetNS string) Wiring {
 	return Wiring{
 		InternalNetNS: internalNetNS, ExternalNetNS: externalNetNS, Bits: 24,
+		InternalLink: "int0", ExternalLink: "ext0",
 		MachineInternal: "10.250.0.1", Node: "10.250.0.2", NodesCIDR: "10.250.0.0/24",
 		MachineExternal: "203.0.113.1", Outside: "203.0.113.2",
 	}
@@ -37,8 +41,8 @@ func (w Wiring) Wire(rec MachineRecord) error {
 	short := strings.TrimPrefix(rec.ID, "local-")
 	cidr := func(ip string) string { return fmt.Sprintf("%s/%d", ip, w.Bits) }
 	for _, step := range [][]string{
-		{"-n", rec.NetNS, "addr", "add", cidr(w.MachineInternal), "dev", "int0"},
-		{"-n", rec.NetNS, "addr", "add", cidr(w.MachineExternal), "dev", "ext0"},
+		{"-n", rec.NetNS, "addr", "add", cidr(w.MachineInternal), "dev", w.InternalLink},
+		{"-n", rec.NetNS, "addr", "add", cidr(w.MachineExternal), "dev", w.ExternalLink},
 		{"-n", w.InternalNetNS, "addr", "add", cidr(w.Node), "dev", "fw" + short + "i"},
 		{"-n", w.InternalNetNS, "route", "add", "default", "via", w.MachineInternal},
 		{"-n", w.ExternalNetNS, "addr", "add", cidr(w.Outside), "dev", "fw" + short + "e"},

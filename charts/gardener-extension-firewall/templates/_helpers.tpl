@@ -41,3 +41,24 @@ gardener-extension-firewall-leader-election
 {{- define "seedCADir" -}}
 /etc/gardener-extension-firewall/seed-ca
 {{- end -}}
+
+{{- define "metalAPIDir" -}}
+/etc/gardener-extension-firewall/metal-api
+{{- end -}}
+
+{{/* The Secret with the metal-api HMAC key: the chart's own when the key is a value. */}}
+{{- define "metalAPISecretName" -}}
+{{- if .Values.machineProvider.metal.hmac -}}
+{{ include "name" . }}-metal-api
+{{- else -}}
+{{ .Values.machineProvider.metal.existingSecret.name | default (printf "%s-metal-api" (include "name" .)) }}
+{{- end -}}
+{{- end -}}
+
+{{- define "metalAPISecretKey" -}}
+{{- if .Values.machineProvider.metal.hmac -}}
+hmac
+{{- else -}}
+{{ .Values.machineProvider.metal.existingSecret.key | default "hmac" }}
+{{- end -}}
+{{- end -}}

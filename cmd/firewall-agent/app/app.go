@@ -38,6 +38,7 @@ type Options struct {
 	PollInterval       time.Duration
 	ResyncInterval     time.Duration
 	SeedInterval       time.Duration
+	MetalInterval      time.Duration
 	MetricsBindAddress string
 }
 
@@ -66,6 +67,7 @@ re-applies on change; a bad config is logged and the ruleset in force stays.`,
 	cmd.Flags().DurationVar(&opts.PollInterval, "poll-interval", time.Second, "how often to check the config file for changes")
 	cmd.Flags().DurationVar(&opts.ResyncInterval, "resync-interval", time.Minute, "how often to re-apply without a change, repairing changes made by others")
 	cmd.Flags().DurationVar(&opts.SeedInterval, "seed-interval", 10*time.Second, "how often to read the Firewall from the seed and write the heartbeat (seed source)")
+	cmd.Flags().DurationVar(&opts.MetalInterval, "metal-interval", 10*time.Second, "how often to ask the metal-api for this firewall's allocation (metal source); an unchanged allocation is neither converted nor applied")
 	cmd.Flags().StringVar(&opts.MetricsBindAddress, "metrics-bind-address", DefaultMetricsBindAddress,
 		`address to serve Prometheus metrics on (/metrics); "0" or "" turns them off. Keep it off public interfaces: the firewall's own ports are not filtered by the agent`)
 	cmd.AddCommand(newRenderCommand())
@@ -103,6 +105,7 @@ func run(ctx context.Context, opts *Options) error {
 		PollInterval:   opts.PollInterval,
 		ResyncInterval: opts.ResyncInterval,
 		SeedInterval:   opts.SeedInterval,
+		MetalInterval:  opts.MetalInterval,
 		Version:        Version,
 	}
 	if opts.Once {

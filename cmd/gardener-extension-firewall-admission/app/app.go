@@ -5,11 +5,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
+	"net/http"
 	"os"
+	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
@@ -28,6 +32,8 @@ type Options struct {
 	Port     int
 	CertDir  string
 	MaxCIDRs int
+	// HealthBindAddress serves /healthz and /readyz; "0" or "" turns it off.
+	HealthBindAddress string
 }
 
 // AddFlags registers the flags.
@@ -36,6 +42,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&o.Port, "port", 9443, "port to serve the admission webhook on")
 	fs.StringVar(&o.CertDir, "cert-dir", "", "folder with tls.crt and tls.key (required)")
 	fs.IntVar(&o.MaxCIDRs, "acl-max-cidrs", aclvalidation.DefaultMaxCIDRs, "largest number of CIDRs in one shoot's acl rule")
+	fs.StringVar(&o.HealthBindAddress, "health-bind-address", ":8081", `address of /healthz (alive) and /readyz (serving TLS), plain HTTP, "0" to disable`)
 }
 
 // Validate checks the flags.
@@ -80,10 +87,37 @@ func NewCommand() *cobra.Command {
 	return cmd
 }
 
-// Serve serves the Shoot validator at validator.Path until ctx ends.
+// Serve serves the Shoot validator at validator.Path, and the health
+// endpoints, until ctx ends.
 func Serve(ctx context.Context, opts *Options) error {
 	ctrl.SetLogger(zap.New())
 	server := webhook.NewServer(webhook.Options{Host: opts.Host, Port: opts.Port, CertDir: opts.CertDir})
 	server.Register(validator.Path, &admission.Webhook{Handler: &validator.Validator{ACLLimits: aclvalidation.Limits{MaxCIDRs: opts.MaxCIDRs}}})
+	if addr := opts.HealthBindAddress; addr != "" && addr != "0" {
+		health, err := serveHealth(ctx, addr, server.StartedChecker())
+		if err != nil {
+			return err
+		}
+		defer health()
+	}
 	return server.Start(ctx)
+}
+
+// serveHealth serves /healthz (the process answers) and /readyz (the
+// webhook serves TLS) on addr; stop shuts it down.
+func serveHealth(ctx context.Context, addr string, started healthz.Checker) (stop func(), err error) {
+	l, err := (&net.ListenConfig{}).Listen(ctx, "tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("--health-bind-address: %w", err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/healthz", http.StripPrefix("/healthz", &healthz.Handler{Checks: map[string]healthz.Checker{"ping": healthz.Ping}}))
+	mux.Handle("/readyz", http.StripPrefix("/readyz", &healthz.Handler{Checks: map[string]healthz.Checker{"webhook": started}}))
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = srv.Serve(l) }()
+	return func() {
+		shutdown, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(shutdown)
+	}, nil
 }

@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	gardencorev1beta1 "github.com/gardener/gardener/pkg/apis/core/v1beta1"
@@ -28,6 +29,7 @@ import (
 var _ = Describe("Admission server", Ordered, func() {
 	var (
 		url    string
+		health string
 		client *http.Client
 	)
 
@@ -42,12 +44,16 @@ var _ = Describe("Admission server", Ordered, func() {
 		Expect(err).NotTo(HaveOccurred())
 		port := l.Addr().(*net.TCPAddr).Port
 		Expect(l.Close()).To(Succeed())
+		hl, err := net.Listen("tcp", "127.0.0.1:0")
+		Expect(err).NotTo(HaveOccurred())
+		health = "http://" + hl.Addr().String()
+		Expect(hl.Close()).To(Succeed())
 
 		ctx, cancel := context.WithCancel(context.Background())
 		DeferCleanup(cancel)
 		go func() {
 			defer GinkgoRecover()
-			Expect(Serve(ctx, &Options{Host: "127.0.0.1", Port: port, CertDir: certDir})).To(Succeed())
+			Expect(Serve(ctx, &Options{Host: "127.0.0.1", Port: port, CertDir: certDir, HealthBindAddress: strings.TrimPrefix(health, "http://")})).To(Succeed())
 		}()
 
 		pool := x509.NewCertPool()
@@ -100,6 +106,17 @@ var _ = Describe("Admission server", Ordered, func() {
 			ext("acl", `{"rule":{"action":"ALLOW","type":"remote_ip","cidrs":["1.2.3.400/24"]}}`))
 		Expect(resp.Allowed).To(BeFalse())
 		Expect(resp.Result.Message).To(And(ContainSubstring(`unknown field "colour"`), ContainSubstring("spec.extensions[1].providerConfig.rule.cidrs[0]")))
+	})
+
+	It("answers /healthz, and /readyz once it serves TLS, for the Deployment's probes", func() {
+		for _, path := range []string{"/healthz", "/readyz"} {
+			Eventually(func(g Gomega) {
+				resp, err := http.Get(health + path) //nolint:noctx // a probe
+				g.Expect(err).NotTo(HaveOccurred())
+				_ = resp.Body.Close()
+				g.Expect(resp.StatusCode).To(Equal(http.StatusOK))
+			}).WithTimeout(10*time.Second).Should(Succeed(), path)
+		}
 	})
 
 	It("refuses to start without a certificate folder", func() {

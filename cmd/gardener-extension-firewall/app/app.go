@@ -13,6 +13,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
@@ -28,7 +29,6 @@ import (
 	firewallmanager "github.com/metal-firewall/gardener-extension-firewall/pkg/controller/manager"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/controller/manager/firewallmachine"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/controller/manager/machine"
-	"github.com/metal-firewall/gardener-extension-firewall/pkg/controller/manager/machine/local"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/credentials"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/webhook/envoyfilter"
 )
@@ -85,6 +85,7 @@ func run(ctx context.Context, opts *Options) error {
 	if err != nil {
 		return err
 	}
+	cfg.QPS, cfg.Burst = opts.KubeAPIQPS, opts.KubeAPIBurst
 	scheme, err := Scheme()
 	if err != nil {
 		return err
@@ -93,14 +94,7 @@ func run(ctx context.Context, opts *Options) error {
 	if err != nil {
 		return err
 	}
-	provider, err := local.New(local.Options{
-		StateDir: opts.LocalStateDir, AgentPath: opts.LocalAgentPath,
-		InternalNetNS: opts.LocalInternalNS, ExternalNetNS: opts.LocalExternalNS,
-	})
-	if err != nil {
-		return err
-	}
-	if err := AddToManager(ctx, mgr, opts, provider); err != nil {
+	if err := AddToManager(ctx, mgr, opts, MachineProviderOrUnavailable(opts)); err != nil {
 		return err
 	}
 	return mgr.Start(ctx)
@@ -138,6 +132,7 @@ func AddToManager(ctx context.Context, mgr manager.Manager, opts *Options, provi
 		ProgressDeadline: opts.ProgressDeadline,
 		HealthTimeout:    opts.HealthTimeout,
 		HeartbeatTimeout: opts.HeartbeatTimeout,
+		Workers:          opts.Workers,
 		Bootstrap: &firewallmachine.Bootstrap{
 			Server: opts.SeedServer, CAData: caData, TokenValidity: opts.BootTokenValidity, Namespace: opts.BootNamespace,
 			SecretNames: []string{constants.ShootAccessSecretName},
@@ -149,7 +144,11 @@ func AddToManager(ctx context.Context, mgr manager.Manager, opts *Options, provi
 	if err := (&csrapprover.Reconciler{MaxDuration: opts.CSRMaxDuration, BootNamespace: opts.BootNamespace}).AddToManager(mgr); err != nil {
 		return err
 	}
-	if err := firewallcontroller.AddToManagerWithOptions(ctx, mgr, firewallcontroller.AddOptions{IgnoreOperationAnnotation: opts.IgnoreOperationAnnotation, Config: firewallcontroller.Config{BootNamespace: opts.BootNamespace, ShootAccessTokenValidity: opts.ShootAccessTokenValidity}}); err != nil {
+	if err := firewallcontroller.AddToManagerWithOptions(ctx, mgr, firewallcontroller.AddOptions{
+		IgnoreOperationAnnotation: opts.IgnoreOperationAnnotation,
+		Config:                    firewallcontroller.Config{BootNamespace: opts.BootNamespace, ShootAccessTokenValidity: opts.ShootAccessTokenValidity},
+		Controller:                controller.Options{MaxConcurrentReconciles: opts.Workers},
+	}); err != nil {
 		return err
 	}
 	if err := aclcontroller.AddToManagerWithOptions(ctx, mgr, aclcontroller.AddOptions{

@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	agentconfigv1alpha1 "github.com/metal-firewall/gardener-extension-firewall/pkg/apis/agentconfig/v1alpha1"
 	aclcontroller "github.com/metal-firewall/gardener-extension-firewall/pkg/controller/acl"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/controller/csrapprover"
 	firewallcontroller "github.com/metal-firewall/gardener-extension-firewall/pkg/controller/firewall"
@@ -18,6 +19,9 @@ import (
 // Options are the command line flags.
 type Options struct {
 	Kubeconfig                string
+	KubeAPIQPS                float32
+	KubeAPIBurst              int
+	Workers                   int
 	LeaderElection            bool
 	LeaderElectionNamespace   string
 	MetricsBindAddress        string
@@ -29,6 +33,7 @@ type Options struct {
 	SeedCAFile string
 
 	MachineProvider   string
+	Metal             MetalOptions
 	LocalStateDir     string
 	LocalAgentPath    string
 	LocalInternalNS   string
@@ -56,6 +61,9 @@ type Options struct {
 // AddFlags registers the flags; docs/operator-guide.md documents each of them.
 func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.Kubeconfig, "kubeconfig", "", "kubeconfig of the seed; in-cluster config when empty")
+	fs.Float32Var(&o.KubeAPIQPS, "kube-api-qps", 100, "requests per second to the seed's kube-apiserver (client-side limit; a firewall's first reconcile needs about 25)")
+	fs.IntVar(&o.KubeAPIBurst, "kube-api-burst", 130, "burst of requests to the seed's kube-apiserver")
+	fs.IntVar(&o.Workers, "workers", firewallmanager.DefaultWorkers, "objects each firewall controller reconciles at once")
 	fs.BoolVar(&o.LeaderElection, "leader-election", true, "elect a leader among replicas")
 	fs.StringVar(&o.LeaderElectionNamespace, "leader-election-namespace", "", "namespace of the leader election lease (default: the pod's namespace)")
 	fs.StringVar(&o.MetricsBindAddress, "metrics-bind-address", ":8080", `address of the metrics endpoint, "0" to disable`)
@@ -63,7 +71,8 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.IgnoreOperationAnnotation, "ignore-operation-annotation", false, "reconcile Extensions on every change, not only when gardenlet sets gardener.cloud/operation")
 	fs.StringVar(&o.SeedServer, "seed-server", "", "the seed kube-apiserver URL as firewalls reach it, written into their bootstrap kubeconfigs")
 	fs.StringVar(&o.SeedCAFile, "seed-ca-file", "", "PEM file of the CA that serves --seed-server")
-	fs.StringVar(&o.MachineProvider, "machine-provider", "local", "where firewall machines come from: local (network namespaces on this host, root)")
+	fs.StringVar(&o.MachineProvider, "machine-provider", ProviderMetal, "where firewall machines come from: metal (the metal-api, --metal-api-*) or local (network namespaces on this host: root, ip, unshare, sysctl and --local-agent-path)")
+	o.Metal.AddFlags(fs)
 	fs.StringVar(&o.LocalStateDir, "local-state-dir", "/var/lib/gardener-extension-firewall/local-machines", "local provider: folder of the machines")
 	fs.StringVar(&o.LocalAgentPath, "local-agent-path", "/usr/local/bin/firewall-agent", "local provider: the firewall-agent binary copied into each machine")
 	fs.StringVar(&o.LocalInternalNS, "local-internal-netns", "fw-internal", "local provider: network namespace behind the firewalls (the shoot's nodes)")
@@ -71,7 +80,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.ProgressDeadline, "progress-deadline", firewallmanager.DefaultProgressDeadline, "how long a new FirewallSet may take to become Ready")
 	fs.DurationVar(&o.HealthTimeout, "health-timeout", firewallmanager.DefaultHealthTimeout, "how long a Firewall may take to become Ready before it counts as unhealthy")
 	fs.DurationVar(&o.HeartbeatTimeout, "heartbeat-timeout", firewallmanager.DefaultHeartbeatTimeout, "how old an agent's last report may be for its Firewall to count as connected")
-	fs.DurationVar(&o.CSRMaxDuration, "csr-max-duration", csrapprover.DefaultMaxDuration, "longest certificate validity an agent may ask for")
+	fs.DurationVar(&o.CSRMaxDuration, "csr-max-duration", csrapprover.DefaultMaxDuration, "longest certificate validity an agent may ask for; at least the 12h the agent asks for")
 	fs.DurationVar(&o.BootTokenValidity, "boot-token-validity", time.Hour, "life of a firewall's boot token, its first credential (10m to 1h)")
 	fs.DurationVar(&o.ShootAccessTokenValidity, "shoot-access-token-validity", firewallcontroller.DefaultShootAccessTokenValidity, "life of the agent's shoot token, renewed by Gardener's TokenRequestor at 80 %; a control plane migration must reach the agent within what is left of it (10m to 24h)")
 	fs.StringVar(&o.BootNamespace, "boot-namespace", "", "namespace of the firewalls' boot ServiceAccounts, the extension's own (required; the chart sets its release namespace)")
@@ -93,14 +102,21 @@ func (o *Options) Validate() error {
 	} else if _, err := os.Stat(o.SeedCAFile); err != nil {
 		errs = append(errs, fmt.Errorf("--seed-ca-file: %w", err))
 	}
-	if o.MachineProvider != "local" {
-		errs = append(errs, fmt.Errorf("--machine-provider %q is not supported, only local", o.MachineProvider))
+	if o.MachineProvider != ProviderMetal && o.MachineProvider != ProviderLocal {
+		errs = append(errs, fmt.Errorf("--machine-provider %q is not supported: %s or %s", o.MachineProvider, ProviderMetal, ProviderLocal))
+	}
+	if o.CSRMaxDuration < agentconfigv1alpha1.CertificateDuration {
+		// The agent asks for CertificateDuration; below it every CSR is denied.
+		errs = append(errs, fmt.Errorf("--csr-max-duration %s is below the %s the firewall agent asks for: the CSR approver would deny every firewall", o.CSRMaxDuration, agentconfigv1alpha1.CertificateDuration))
 	}
 	if o.WebhookConfigNamespace != "" && o.WebhookCertDir == "" {
 		errs = append(errs, errors.New("--webhook-config-namespace needs --webhook-cert-dir: the managed server certificate is written there"))
 	}
 	if o.BootTokenValidity < credentials.MinBootTokenValidity || o.BootTokenValidity > credentials.MaxBootTokenValidity {
 		errs = append(errs, fmt.Errorf("--boot-token-validity %s must be within [%s, %s]", o.BootTokenValidity, credentials.MinBootTokenValidity, credentials.MaxBootTokenValidity))
+	}
+	if o.KubeAPIQPS <= 0 || o.KubeAPIBurst <= 0 || o.Workers <= 0 {
+		errs = append(errs, fmt.Errorf("--kube-api-qps (%v), --kube-api-burst (%d) and --workers (%d) must be positive", o.KubeAPIQPS, o.KubeAPIBurst, o.Workers))
 	}
 	if o.ShootAccessTokenValidity < 10*time.Minute || o.ShootAccessTokenValidity > 24*time.Hour {
 		errs = append(errs, fmt.Errorf("--shoot-access-token-validity %s must be within [10m, 24h]", o.ShootAccessTokenValidity))

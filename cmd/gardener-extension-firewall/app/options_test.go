@@ -9,6 +9,8 @@ import (
 	"github.com/spf13/pflag"
 
 	. "github.com/metal-firewall/gardener-extension-firewall/cmd/gardener-extension-firewall/app"
+	firewallv1alpha1 "github.com/metal-firewall/gardener-extension-firewall/pkg/apis/firewall/v1alpha1"
+	"github.com/metal-firewall/gardener-extension-firewall/pkg/controller/manager/machine"
 )
 
 var _ = Describe("Options", func() {
@@ -27,14 +29,56 @@ var _ = Describe("Options", func() {
 	})
 
 	It("names every flag that is missing or wrong, all at once", func() {
-		err := parse("--machine-provider=metal", "--boot-token-validity=2h").Validate()
+		err := parse("--machine-provider=openstack", "--boot-token-validity=2h", "--csr-max-duration=6h", "--workers=0", "--kube-api-qps=-1").Validate()
 		Expect(err).To(MatchError(And(
 			ContainSubstring("--seed-server is required"),
 			ContainSubstring("--seed-ca-file is required"),
-			ContainSubstring(`--machine-provider "metal" is not supported`),
+			ContainSubstring(`--machine-provider "openstack" is not supported: metal or local`),
+			ContainSubstring("--csr-max-duration 6h0m0s is below the 12h0m0s the firewall agent asks for"),
 			ContainSubstring("--boot-token-validity 2h0m0s must be within [10m0s, 1h0m0s]"),
 			ContainSubstring("--boot-namespace is required"),
+			ContainSubstring("--kube-api-qps (-1), --kube-api-burst (130) and --workers (0) must be positive"),
 		)))
+	})
+
+	It("defaults to the metal provider", func() {
+		Expect(parse().MachineProvider).To(Equal(ProviderMetal))
+	})
+
+	Describe("NewMachineProvider", func() {
+		It("names every missing or wrong metal flag at once", func() {
+			_, err := NewMachineProvider(parse("--metal-api-url=ftp://metal", "--metal-api-hmac-auth-type=Metal-Root"))
+			Expect(err).To(MatchError(And(
+				ContainSubstring("--metal-api-url: metal-api URL \"ftp://metal\": must be an absolute http or https URL"),
+				ContainSubstring("--metal-api-hmac-file is required"),
+				ContainSubstring(`--metal-api-hmac-auth-type "Metal-Root" is none of [Metal-View Metal-Edit Metal-Admin]`),
+			)))
+			_, err = NewMachineProvider(parse("--metal-api-hmac-file=/nonexistent/hmac"))
+			Expect(err).To(MatchError(And(ContainSubstring("--metal-api-url is required"), ContainSubstring("--metal-api-hmac-file: metal-api HMAC key: open /nonexistent/hmac"))))
+		})
+
+		It("sets up the metal provider from a URL and a key file, without sending anything", func() {
+			key := filepath.Join(GinkgoT().TempDir(), "hmac")
+			Expect(os.WriteFile(key, []byte("secret\n"), 0o600)).To(Succeed())
+			p, err := NewMachineProvider(parse("--metal-api-url=https://metal.example.com/metal", "--metal-api-hmac-file="+key))
+			Expect(err).NotTo(HaveOccurred())
+			Expect(p).NotTo(BeNil())
+		})
+
+		It("falls back to a provider that reports why, so that the binary (and its acl) runs on", func(ctx SpecContext) {
+			p := MachineProviderOrUnavailable(parse())
+			Expect(p).To(BeAssignableToTypeOf(machine.Unavailable{}))
+			_, err := p.Find(ctx, &firewallv1alpha1.Firewall{})
+			Expect(err).To(MatchError(ContainSubstring("the metal machine provider is not set up: --metal-api-url is required")))
+		})
+
+		It("checks the local provider's prerequisites and names them in one error", func() {
+			_, err := NewMachineProvider(parse("--machine-provider=local", "--local-agent-path=/nonexistent/firewall-agent", "--local-state-dir="+GinkgoT().TempDir()))
+			Expect(err).To(MatchError(And(
+				HavePrefix("the local machine provider needs "),
+				ContainSubstring("the firewall-agent binary at /nonexistent/firewall-agent"),
+				ContainSubstring("use --machine-provider=metal"))))
+		})
 	})
 
 	It("refuses a managed webhook certificate without a folder to write it to", func() {

@@ -76,8 +76,11 @@ func ControllerRegistration() *gardencorev1beta1.ControllerRegistration {
 
 // OperatorExtension is the same registration for gardener-operator, which creates the
 // ControllerRegistration and ControllerDeployment itself; it takes the chart from an OCI
-// registry (ociRef), not inline.
-func OperatorExtension(ociRef string) *operatorv1alpha1.Extension {
+// registry (ociRef), not inline. It also deploys the garden admission (admissionRef, the
+// chart charts/gardener-extension-firewall-admission): its runtime part into the runtime
+// cluster, its webhook registration into the virtual garden. The admission's serving
+// certificate (values tls.*) is the operator's to add.
+func OperatorExtension(ociRef, admissionRef string) *operatorv1alpha1.Extension {
 	return &operatorv1alpha1.Extension{
 		TypeMeta:   metav1.TypeMeta{APIVersion: operatorv1alpha1.SchemeGroupVersion.String(), Kind: "Extension"},
 		ObjectMeta: metav1.ObjectMeta{Name: Name},
@@ -90,6 +93,10 @@ func OperatorExtension(ociRef string) *operatorv1alpha1.Extension {
 					},
 					Values: Values(),
 					Policy: ptr.To(gardencorev1beta1.ControllerDeploymentPolicyOnDemand),
+				},
+				AdmissionDeployment: &operatorv1alpha1.AdmissionDeploymentSpec{
+					RuntimeCluster: &operatorv1alpha1.DeploymentSpec{Helm: &operatorv1alpha1.ExtensionHelm{OCIRepository: &gardencorev1.OCIRepository{Ref: &admissionRef}}},
+					VirtualCluster: &operatorv1alpha1.DeploymentSpec{Helm: &operatorv1alpha1.ExtensionHelm{OCIRepository: &gardencorev1.OCIRepository{Ref: &admissionRef}}},
 				},
 			},
 		},

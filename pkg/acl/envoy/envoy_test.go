@@ -5,7 +5,6 @@ import (
 	"net/netip"
 	"strings"
 
-	xdsmatcherv3 "github.com/cncf/xds/go/xds/type/matcher/v3"
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
 	rbacv3 "github.com/envoyproxy/go-control-plane/envoy/config/rbac/v3"
@@ -226,14 +225,6 @@ func decideListener(configs map[string]*corev3.TypedExtensionConfig, l HTTPConne
 		return rbacv3.RBAC_ALLOW
 	}
 	return rbacv3.RBAC_DENY
-}
-
-// decide evaluates the matcher as Envoy does (envoytest.Decide).
-func decide(m *xdsmatcherv3.Matcher, headers map[string]string, ip netip.Addr) rbacv3.RBAC_Action {
-	GinkgoHelper()
-	a, err := envoytest.Decide(m, envoytest.Request{Headers: headers, Client: ip})
-	Expect(err).NotTo(HaveOccurred())
-	return a
 }
 
 var _ = Describe("HTTPConnectRBAC", func() {

@@ -116,6 +116,10 @@ func (a *actuator) Reconcile(ctx context.Context, log logr.Logger, ex *extension
 			}
 		}
 	}
+	if a.shared.upToDate(ex.Namespace, contribution(ex.Namespace, status), touched) {
+		// The shared filters hold this shoot as it is: its resync costs no rebuild.
+		return nil
+	}
 	return a.reconcileShared(ctx, touched)
 }
 

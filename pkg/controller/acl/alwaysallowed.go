@@ -10,15 +10,19 @@ import (
 	extensionscontroller "github.com/gardener/gardener/extensions/pkg/controller"
 	gardencorev1beta1 "github.com/gardener/gardener/pkg/apis/core/v1beta1"
 	extensionsv1alpha1 "github.com/gardener/gardener/pkg/apis/extensions/v1alpha1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	firewallv1alpha1 "github.com/metal-firewall/gardener-extension-firewall/pkg/apis/firewall/v1alpha1"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/utils/cidr"
 )
 
 // alwaysAllowed are the CIDRs no shoot can lock out: seed nodes and pods, shoot nodes (spec and
-// status, all IP families), the shoot's egress CIDRs (shoot status and Infrastructure status) and
-// the operator's; and the seed's egress CIDRs when one of the shoot's ingress gateways sits behind
-// a load balancer in ipMode Proxy (proxymode.go).
+// status, all IP families), the shoot's egress CIDRs (shoot status and Infrastructure status), the
+// egress IPs of the shoot's own firewalls (its nodes leave through them) and the operator's; and the
+// seed's egress CIDRs when one of the shoot's ingress gateways sits behind a load balancer in ipMode
+// Proxy (proxymode.go).
 func (a *actuator) alwaysAllowed(ctx context.Context, namespace string, cluster *extensionscontroller.Cluster, ingresses []ingress) ([]netip.Prefix, error) {
 	var cidrs []string
 	for _, in := range ingresses {
@@ -51,6 +55,11 @@ func (a *actuator) alwaysAllowed(ctx context.Context, namespace string, cluster 
 			cidrs = append(cidrs, infra.Status.Networking.Nodes...)
 		}
 	}
+	egress, err := a.firewallEgressIPs(ctx, namespace)
+	if err != nil {
+		return nil, err
+	}
+	cidrs = append(cidrs, egress...)
 	out := slices.Clone(a.always)
 	for _, c := range cidrs {
 		p, err := cidr.Parse(strings.TrimSpace(c))
@@ -83,4 +92,25 @@ func splitCIDRs(s string) []string {
 		}
 	}
 	return out
+}
+
+// firewallEgressIPs are the egress IPs the shoot's Firewalls report, as host prefixes. A seed
+// without the firewall CRDs (or a scheme without them) has none: the acl never fails for that.
+func (a *actuator) firewallEgressIPs(ctx context.Context, namespace string) ([]string, error) {
+	fws := &firewallv1alpha1.FirewallList{}
+	if err := a.client.List(ctx, fws, client.InNamespace(namespace)); err != nil {
+		if meta.IsNoMatchError(err) || runtime.IsNotRegisteredError(err) {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("listing Firewalls: %w", err)
+	}
+	var out []string
+	for _, fw := range fws.Items {
+		for _, ip := range fw.Status.EgressIPs {
+			if addr, err := netip.ParseAddr(ip); err == nil {
+				out = append(out, netip.PrefixFrom(addr.Unmap(), addr.Unmap().BitLen()).String())
+			}
+		}
+	}
+	return out, nil
 }

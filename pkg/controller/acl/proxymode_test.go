@@ -3,14 +3,14 @@ package acl
 import (
 	"context"
 
-	"github.com/metal-firewall/gardener-extension-firewall/pkg/utils/cidr"
-
 	extensionscontroller "github.com/gardener/gardener/extensions/pkg/controller"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+
+	"github.com/metal-firewall/gardener-extension-firewall/pkg/utils/cidr"
 )
 
 var _ = Describe("seed egress behind a load balancer in ipMode Proxy", func() {

@@ -2,15 +2,21 @@ package acl
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"sort"
 	"sync"
+	"time"
 
 	extensionsv1alpha1 "github.com/gardener/gardener/pkg/apis/extensions/v1alpha1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/acl/envoy"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/acl/providerstatus"
+	"github.com/metal-firewall/gardener-extension-firewall/pkg/apis/acl/v1alpha1"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/constants"
 )
 
@@ -20,10 +26,85 @@ import (
 // O(n²). Instead, a reconciliation that finds a rebuild running leaves its namespaces pending and
 // returns: each shoot writes its status before, so the running rebuild's next round (which lists
 // again) includes it. The running rebuild loops until nothing is pending.
+//
+// A reconciliation whose shoot contributes to each of its namespaces exactly what the last
+// rebuild of that namespace built from it, within sharedHealInterval, rebuilds nothing: the
+// periodic resync of thousands of unchanged shoots would otherwise keep a rebuild, and its list
+// of every Extension, running without pause, and one shoot's change would wait behind them.
 type sharedRebuilds struct {
 	mu      sync.Mutex
 	running bool
 	pending map[string]struct{}
+	// built is, per ingress namespace, what the last successful rebuild built from each shoot
+	// (contribution fingerprints), and when.
+	built map[string]builtNamespace
+	// now is the clock (tests replace it).
+	now func() time.Time
+}
+
+type builtNamespace struct {
+	at     time.Time
+	shoots map[string]string
+}
+
+// sharedHealInterval is how long a namespace's rebuild is trusted: after it, the next
+// reconciliation of any of its shoots rebuilds it (and so heals a shard deleted by hand).
+const sharedHealInterval = 10 * time.Minute
+
+// extensionListChunk bounds how many Extensions one list call returns: a rebuild lists every acl
+// Extension, and the whole list at once would be held in memory twice (body and objects).
+const extensionListChunk = 500
+
+// contribution fingerprints what a shoot's status puts into the shared filters: its ingress
+// namespaces, their selectors and its policy.
+func contribution(namespace string, st *v1alpha1.ExtensionStatus) string {
+	// Empty and absent are the same once the status went through JSON.
+	var ingress []string
+	if len(st.IngressNamespaces) > 0 {
+		ingress = st.IngressNamespaces
+	}
+	var selectors map[string]map[string]string
+	if len(st.Selectors) > 0 {
+		selectors = st.Selectors
+	}
+	raw, _ := json.Marshal([]any{ingress, selectors, providerstatus.ShootPolicy(namespace, st)})
+	sum := sha256.Sum256(raw)
+	return hex.EncodeToString(sum[:])
+}
+
+// upToDate says whether the last rebuilds of the namespaces built exactly this contribution of
+// the shoot, recently enough, and no rebuild is left to do.
+func (r *sharedRebuilds) upToDate(shoot, fingerprint string, namespaces []string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(namespaces) == 0 || len(r.pending) > 0 {
+		// Pending namespaces (a failed rebuild's) are driven by the next reconciliation of any
+		// shoot: this one takes them.
+		return false
+	}
+	for _, ns := range namespaces {
+		b, ok := r.built[ns]
+		if !ok || b.shoots[shoot] != fingerprint || r.clock().Sub(b.at) >= sharedHealInterval {
+			return false
+		}
+	}
+	return true
+}
+
+func (r *sharedRebuilds) clock() time.Time {
+	if r.now != nil {
+		return r.now()
+	}
+	return time.Now()
+}
+
+func (r *sharedRebuilds) recordBuilt(namespace string, shoots map[string]string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.built == nil {
+		r.built = map[string]builtNamespace{}
+	}
+	r.built[namespace] = builtNamespace{at: r.clock(), shoots: shoots}
 }
 
 // reconcileShared brings the shared filters of the given ingress namespaces up to date with all
@@ -79,31 +160,60 @@ func (a *actuator) reconcileShared(ctx context.Context, namespaces []string) err
 func (a *actuator) rebuildShared(ctx context.Context, namespaces []string) error {
 	sort.Strings(namespaces)
 	namespaces = slices.Compact(namespaces)
-	all := &extensionsv1alpha1.ExtensionList{}
-	if err := a.reader.List(ctx, all); err != nil {
-		return fmt.Errorf("listing Extensions: %w", err)
+	statuses, err := a.aclStatuses(ctx)
+	if err != nil {
+		return err
 	}
 	for _, ns := range namespaces {
 		var shoots []envoy.ShootPolicy
 		var selector map[string]string
-		for i := range all.Items {
-			ex := &all.Items[i]
-			if ex.Spec.Type != constants.ACLExtensionType || ex.DeletionTimestamp != nil {
+		built := map[string]string{}
+		for _, s := range statuses {
+			if !slices.Contains(s.status.IngressNamespaces, ns) {
 				continue
 			}
-			st, err := providerstatus.Decode(ex)
-			if err != nil || st == nil || !slices.Contains(st.IngressNamespaces, ns) {
-				continue
-			}
-			shoots = append(shoots, providerstatus.ShootPolicy(ex.Namespace, st))
-			if selector == nil && st.Selectors != nil {
-				selector = st.Selectors[ns]
+			shoots = append(shoots, providerstatus.ShootPolicy(s.namespace, s.status))
+			built[s.namespace] = contribution(s.namespace, s.status)
+			if selector == nil && s.status.Selectors != nil {
+				selector = s.status.Selectors[ns]
 			}
 		}
 		sort.Slice(shoots, func(i, j int) bool { return shoots[i].Namespace < shoots[j].Namespace })
 		if err := a.deployShards(ctx, ns, selector, shoots); err != nil {
 			return err
 		}
+		a.shared.recordBuilt(ns, built)
 	}
 	return nil
+}
+
+type shootStatus struct {
+	namespace string
+	status    *v1alpha1.ExtensionStatus
+}
+
+// aclStatuses lists the statuses of all acl Extensions not being deleted, around the cache, in
+// chunks: only the decoded statuses are kept.
+func (a *actuator) aclStatuses(ctx context.Context) ([]shootStatus, error) {
+	var out []shootStatus
+	opts := []client.ListOption{client.Limit(extensionListChunk)}
+	for {
+		page := &extensionsv1alpha1.ExtensionList{}
+		if err := a.reader.List(ctx, page, opts...); err != nil {
+			return nil, fmt.Errorf("listing Extensions: %w", err)
+		}
+		for i := range page.Items {
+			ex := &page.Items[i]
+			if ex.Spec.Type != constants.ACLExtensionType || ex.DeletionTimestamp != nil {
+				continue
+			}
+			if st, err := providerstatus.Decode(ex); err == nil && st != nil {
+				out = append(out, shootStatus{namespace: ex.Namespace, status: st})
+			}
+		}
+		if page.Continue == "" {
+			return out, nil
+		}
+		opts = []client.ListOption{client.Limit(extensionListChunk), client.Continue(page.Continue)}
+	}
 }

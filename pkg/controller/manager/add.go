@@ -29,6 +29,13 @@ type Options struct {
 	HeartbeatTimeout time.Duration
 	// Bootstrap, when set, gives each Firewall's agent its seed identity.
 	Bootstrap *firewallmachine.Bootstrap
+	// InDoubtSettle is how long only Find is asked after a Create whose
+	// outcome is unknown. Default firewallmachine.DefaultInDoubtSettle.
+	InDoubtSettle time.Duration
+	// Workers is how many objects each controller reconciles at once: a
+	// firewall's first reconcile waits on the provider and the seed's API
+	// (tokens, RBAC, access reviews). Default DefaultWorkers.
+	Workers int
 }
 
 // Defaults for Options.
@@ -36,6 +43,7 @@ const (
 	DefaultProgressDeadline = 15 * time.Minute
 	DefaultHealthTimeout    = 20 * time.Minute
 	DefaultHeartbeatTimeout = 3 * time.Minute
+	DefaultWorkers          = 10
 )
 
 // AddToManager adds the three controllers to mgr.
@@ -49,11 +57,15 @@ func AddToManager(mgr manager.Manager, opts Options) error {
 	if opts.HeartbeatTimeout == 0 {
 		opts.HeartbeatTimeout = DefaultHeartbeatTimeout
 	}
-	if err := (&firewalldeployment.Reconciler{ProgressDeadline: opts.ProgressDeadline}).AddToManager(mgr); err != nil {
+	if opts.Workers == 0 {
+		opts.Workers = DefaultWorkers
+	}
+	if err := (&firewalldeployment.Reconciler{ProgressDeadline: opts.ProgressDeadline, Workers: opts.Workers}).AddToManager(mgr); err != nil {
 		return err
 	}
-	if err := (&firewallset.Reconciler{HealthTimeout: opts.HealthTimeout}).AddToManager(mgr); err != nil {
+	if err := (&firewallset.Reconciler{HealthTimeout: opts.HealthTimeout, Workers: opts.Workers}).AddToManager(mgr); err != nil {
 		return err
 	}
-	return (&firewallmachine.Reconciler{Provider: opts.Provider, HealthTimeout: opts.HealthTimeout, HeartbeatTimeout: opts.HeartbeatTimeout, Bootstrap: opts.Bootstrap}).AddToManager(mgr)
+	return (&firewallmachine.Reconciler{Provider: opts.Provider, HealthTimeout: opts.HealthTimeout, HeartbeatTimeout: opts.HeartbeatTimeout,
+		Bootstrap: opts.Bootstrap, InDoubtSettle: opts.InDoubtSettle, Workers: opts.Workers}).AddToManager(mgr)
 }

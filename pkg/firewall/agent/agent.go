@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"os"
 	"path/filepath"
 	"time"
@@ -15,6 +16,7 @@ import (
 	agentconfigv1alpha1 "github.com/metal-firewall/gardener-extension-firewall/pkg/apis/agentconfig/v1alpha1"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/firewall/config"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/firewall/dnsproxy"
+	"github.com/metal-firewall/gardener-extension-firewall/pkg/firewall/metalsource"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/firewall/metrics"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/firewall/nftables"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/firewall/ruleset"
@@ -41,6 +43,11 @@ type Agent struct {
 	// SeedInterval is how often the seed is read and the heartbeat written
 	// when a controller uses the seed source.
 	SeedInterval time.Duration
+	// MetalInterval is how often the metal-api is asked for the firewall's
+	// allocation when a controller uses the metal source.
+	MetalInterval time.Duration
+	// MetalTransport, if set, carries the metal source's requests (tests).
+	MetalTransport http.RoundTripper
 	// Version is reported in the heartbeat.
 	Version string
 	// Metrics, if set, record the applies and the sources' health.
@@ -57,6 +64,8 @@ type Agent struct {
 	firstBoot bool
 	// shoot is the shoot source, when configured.
 	shoot *shootsource.Source
+	// metal is the metal source, when a controller reads it.
+	metal *metalsource.Source
 	// monitor holds the conditions the FirewallMonitor reports.
 	monitor monitorState
 	// lastShootRun is when what was read from the shoot was last in force.
@@ -135,15 +144,12 @@ func (a *Agent) Run(ctx context.Context) error {
 		a.firstBoot = err == nil && !exists
 	}
 	var sourceTick <-chan time.Time
-	if src != nil || a.shoot != nil {
-		if a.SeedInterval <= 0 {
-			a.SeedInterval = 10 * time.Second
-		}
-		t := time.NewTicker(a.SeedInterval)
+	if src != nil || a.shoot != nil || a.metal != nil {
+		t := time.NewTicker(a.sourceInterval(src != nil || a.shoot != nil))
 		defer t.Stop()
 		sourceTick = t.C
 		// A restart must not flush the rules in force: nothing is applied
-		// until the seed and the shoot have said what to enforce.
+		// until the seed, the shoot or the metal-api have said what to enforce.
 		a.syncSources(ctx, src, cfg)
 	}
 	if a.ready(cfg) {
@@ -230,11 +236,30 @@ func (a *Agent) observeStatic(cfg *agentconfigv1alpha1.Config, err error) {
 	}
 }
 
+// sourceInterval is how often the API sources are read: the shortest
+// interval of the sources in use.
+func (a *Agent) sourceInterval(kubernetes bool) time.Duration {
+	if a.SeedInterval <= 0 {
+		a.SeedInterval = 10 * time.Second
+	}
+	if a.MetalInterval <= 0 {
+		a.MetalInterval = 10 * time.Second
+	}
+	switch {
+	case a.metal == nil:
+		return a.SeedInterval
+	case !kubernetes:
+		return a.MetalInterval
+	}
+	return min(a.SeedInterval, a.MetalInterval)
+}
+
 // sources returns the seed source when a controller reads from the seed, and
-// sets up the shoot source when the shoot is configured.
+// sets up the shoot source when the shoot is configured and the metal source
+// when a controller reads the metal-api.
 func (a *Agent) sources(cfg *agentconfigv1alpha1.Config) (*seedsource.Source, error) {
 	usesSeed := cfg.Controllers.Firewall != nil && cfg.Controllers.Firewall.Source == agentconfigv1alpha1.SourceSeed && cfg.Sources.Seed != nil
-	if !usesSeed && !usesShoot(cfg) {
+	if !usesSeed && !usesShoot(cfg) && !usesMetal(cfg) {
 		return nil, nil
 	}
 	name := cfg.Name
@@ -246,6 +271,9 @@ func (a *Agent) sources(cfg *agentconfigv1alpha1.Config) (*seedsource.Source, er
 	}
 	if s := cfg.Sources.Shoot; s != nil && s.Kubeconfig != "" {
 		a.shoot = &shootsource.Source{Config: *s, Name: name, Log: a.Log.With("source", "shoot")}
+	}
+	if usesMetal(cfg) && cfg.Sources.Metal != nil {
+		a.metal = newMetalSource(cfg, name, a)
 	}
 	if !usesSeed {
 		return nil, nil
@@ -279,10 +307,14 @@ func (a *Agent) ready(cfg *agentconfigv1alpha1.Config) bool {
 	if c := cfg.Controllers.Firewall; c != nil && c.Source == agentconfigv1alpha1.SourceSeed && a.in.Seed == nil {
 		return false
 	}
+	if c := cfg.Controllers.Firewall; c != nil && c.Source == agentconfigv1alpha1.SourceMetal && a.in.Metal == nil {
+		return false
+	}
 	if a.firstBoot {
 		return true
 	}
-	return (!policiesFromShoot(cfg) || a.policiesRead) && (!servicesFromShoot(cfg) || a.servicesRead)
+	policiesFromMetal := cfg.Controllers.CWNP != nil && cfg.Controllers.CWNP.Source == agentconfigv1alpha1.SourceMetal
+	return (!policiesFromShoot(cfg) || a.policiesRead) && (!servicesFromShoot(cfg) || a.servicesRead) && (!policiesFromMetal || a.in.Metal != nil)
 }
 
 // tableChecker is an Applier that can tell whether a table exists;

@@ -6,6 +6,7 @@ import (
 	agentconfigv1alpha1 "github.com/metal-firewall/gardener-extension-firewall/pkg/apis/agentconfig/v1alpha1"
 	fwv1alpha1 "github.com/metal-firewall/gardener-extension-firewall/pkg/apis/firewall/v1alpha1"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/firewall/config"
+	"github.com/metal-firewall/gardener-extension-firewall/pkg/firewall/metalsource"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/firewall/ruleset"
 )
 
@@ -19,6 +20,9 @@ type Inputs struct {
 	// Services are the shoot's LoadBalancer Services as allows
 	// (controllers.service.source: shoot).
 	Services []ruleset.ServiceAllow
+	// Metal is the firewall's allocation in the metal-api
+	// (controllers.firewall.source or controllers.cwnp.source: metal).
+	Metal *metalsource.Allocation
 }
 
 // Desired merges what the enabled controllers contribute into the ruleset to
@@ -46,11 +50,15 @@ func desired(build buildFunc, cfg *agentconfigv1alpha1.Config, in Inputs, dns *a
 			fw = cfg.Sources.Static.Firewall
 		case agentconfigv1alpha1.SourceSeed:
 			fw = in.Seed
+		case agentconfigv1alpha1.SourceMetal:
+			if in.Metal != nil {
+				fw = in.Metal.Firewall
+			}
 		default:
 			return nil, fmt.Errorf("controllers.firewall.source %q: not implemented in this build", c.Source)
 		}
 	}
-	fw, err := withInterfaces(fw, cfg)
+	fw, err := withInterfaces(fw, withMetalNetworks(cfg, in.Metal))
 	if err != nil {
 		return nil, err
 	}
@@ -60,6 +68,10 @@ func desired(build buildFunc, cfg *agentconfigv1alpha1.Config, in Inputs, dns *a
 			policies = append(policies, cfg.Sources.Static.CWNP)
 		case agentconfigv1alpha1.SourceShoot:
 			policies = append(policies, in.ShootPolicies...)
+		case agentconfigv1alpha1.SourceMetal:
+			if in.Metal != nil {
+				policies = append(policies, in.Metal.Policies...)
+			}
 		default:
 			return nil, fmt.Errorf("controllers.cwnp.source %q: not implemented in this build", c.Source)
 		}
@@ -126,4 +138,21 @@ func Render(path string) (string, error) {
 		return "", err
 	}
 	return ruleset.Render(rs), nil
+}
+
+// withMetalNetworks adds the networks the metal-api names for this machine
+// to the config's own (which win), so that a Firewall from the seed may name
+// networks on a machine whose config maps none.
+func withMetalNetworks(cfg *agentconfigv1alpha1.Config, alloc *metalsource.Allocation) *agentconfigv1alpha1.Config {
+	if alloc == nil || len(alloc.Networks) == 0 {
+		return cfg
+	}
+	out := *cfg
+	out.Networks = append([]agentconfigv1alpha1.Network{}, cfg.Networks...)
+	for _, n := range alloc.Networks {
+		if _, ok := cfg.InterfaceOf(n.ID); !ok {
+			out.Networks = append(out.Networks, n)
+		}
+	}
+	return &out
 }

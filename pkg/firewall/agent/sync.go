@@ -16,6 +16,7 @@ import (
 // what they hold changed.
 type round struct {
 	seed     seedFirewall
+	metal    metalAllocation
 	policies shootPolicies
 	services shootServices
 	// changed tells whether a source delivered something new.
@@ -34,8 +35,9 @@ type sourceState struct {
 	policiesRead, servicesRead bool
 }
 
-// syncSources reads the Firewall from the seed and the policies and Services
-// from the shoot, applies once when any of them changed, and reports back:
+// syncSources reads the Firewall from the seed, the allocation from the
+// metal-api and the policies and Services from the shoot, applies once when
+// any of them changed, and reports back:
 // the heartbeat to the seed, each policy's state and the FirewallMonitor to
 // the shoot. Losing a source keeps the ruleset in force; a failed apply is
 // retried next time.
@@ -49,6 +51,9 @@ func (a *Agent) syncSources(ctx context.Context, src *seedsource.Source, cfg *ag
 func (a *Agent) readSources(ctx context.Context, src *seedsource.Source, cfg *agentconfigv1alpha1.Config) *round {
 	r := &round{seed: seedFirewall{src: src}, before: sourceState{a.in, a.policiesRead, a.servicesRead}}
 	r.changed = r.seed.read(ctx, a, cfg)
+	if r.metal.read(ctx, a) {
+		r.changed = true
+	}
 	switch {
 	case usesShoot(cfg) && a.shoot == nil:
 		// sources are set up once, at start.
@@ -84,6 +89,10 @@ func (a *Agent) applySources(cfg *agentconfigv1alpha1.Config, r *round) error {
 	err := a.applyLogged(cfg, "sources changed")
 	if err != nil {
 		a.in, a.policiesRead, a.servicesRead = r.before.in, r.before.policiesRead, r.before.servicesRead
+		if a.metal != nil {
+			// The metal-api tells changes only once: ask for all next time.
+			a.metal.Forget()
+		}
 	}
 	return err
 }

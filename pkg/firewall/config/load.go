@@ -65,5 +65,8 @@ func ParseInDir(data []byte, dir string) (*agentconfigv1alpha1.Config, error) {
 	if len(errs) > 0 {
 		return nil, fmt.Errorf("invalid config: %w", fielderrors.Bound(errs, field.NewPath("config")).ToAggregate())
 	}
+	if m := cfg.Sources.Metal; m != nil && m.Type == "" {
+		m.Type = agentconfigv1alpha1.MetalAuthTypeView
+	}
 	return cfg, nil
 }

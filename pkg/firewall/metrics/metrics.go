@@ -23,6 +23,7 @@ const (
 	SourceSeed   = "seed"
 	SourceShoot  = "shoot"
 	SourceStatic = "static"
+	SourceMetal  = "metal"
 )
 
 // Results of an apply, as the result label names them.

@@ -33,8 +33,9 @@ import (
 )
 
 // DefaultCertificateDuration is the validity the agent asks for; the
-// approver caps it (24h by default).
-const DefaultCertificateDuration = 12 * time.Hour
+// approver refuses more than its --csr-max-duration, which the extension
+// therefore refuses to start below this (the contract's CertificateDuration).
+const DefaultCertificateDuration = agentconfigv1alpha1.CertificateDuration
 
 // Source talks to the seed as the firewall.
 type Source struct {

@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"runtime"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -126,14 +127,30 @@ var _ = Describe("reconciling many ACL shoots", Label("bench"), Ordered, func() 
 			}()
 
 			start := time.Now()
-			for ; created < n; created++ {
-				ns := shootNS(created)
-				createShootWith(c, ns, []string{fmt.Sprintf("api.s%d.bench.example.com", created)}, benchLabels)
-				Expect(c.Create(ctx(), &extensionsv1alpha1.Extension{
-					ObjectMeta: metav1.ObjectMeta{Name: "acl", Namespace: ns},
-					Spec:       extensionsv1alpha1.ExtensionSpec{DefaultSpec: extensionsv1alpha1.DefaultSpec{Type: constants.ACLExtensionType, ProviderConfig: ruleOf(created, 0)}},
-				})).To(Succeed())
+			// Eight writers, as gardenlets of a busy seed would be: one alone makes creation,
+			// not the controller, the length of the run.
+			next := make(chan int)
+			var writers sync.WaitGroup
+			for range 8 {
+				writers.Add(1)
+				go func() {
+					defer GinkgoRecover()
+					defer writers.Done()
+					for i := range next {
+						ns := shootNS(i)
+						createShootWith(c, ns, []string{fmt.Sprintf("api.s%d.bench.example.com", i)}, benchLabels)
+						Expect(c.Create(ctx(), &extensionsv1alpha1.Extension{
+							ObjectMeta: metav1.ObjectMeta{Name: "acl", Namespace: ns},
+							Spec:       extensionsv1alpha1.ExtensionSpec{DefaultSpec: extensionsv1alpha1.DefaultSpec{Type: constants.ACLExtensionType, ProviderConfig: ruleOf(i, 0)}},
+						})).To(Succeed())
+					}
+				}()
 			}
+			for ; created < n; created++ {
+				next <- created
+			}
+			close(next)
+			writers.Wait()
 			lastWrite := time.Now()
 			createTime := lastWrite.Sub(start)
 

@@ -1,5 +1,12 @@
 package v1alpha1
 
+import "time"
+
+// CertificateDuration is the validity of the seed client certificate an
+// agent asks for. The extension's CSR approver must allow at least this
+// (--csr-max-duration), or it would deny every firewall.
+const CertificateDuration = 12 * time.Hour
+
 // Paths of the agent's files on a firewall machine. The extension writes the
 // config and the bootstrap kubeconfig into the userdata; the agent writes the
 // kubeconfigs it obtains itself (0600).

@@ -11,6 +11,7 @@ const (
 	SourceStatic = "static"
 	SourceSeed   = "seed"
 	SourceShoot  = "shoot"
+	SourceMetal  = "metal"
 )
 
 // Config is the agent's configuration file.
@@ -53,6 +54,7 @@ type Sources struct {
 	Seed   *SeedSource   `json:"seed,omitempty"`
 	Shoot  *ShootSource  `json:"shoot,omitempty"`
 	Static *StaticSource `json:"static,omitempty"`
+	Metal  *MetalSource  `json:"metal,omitempty"`
 }
 
 // SeedSource is the seed cluster the firewall belongs to.
@@ -83,6 +85,30 @@ type ShootSource struct {
 	// plane migration, the agent's new bootstrap kubeconfig.
 	Namespace string `json:"namespace"`
 }
+
+// MetalSource is the metal-api, where this firewall's allocation holds its
+// rules (firewall_rules), networks and addresses (metal-stack MEP-16). The
+// agent finds its machine by project and name (the allocation's name, which
+// is the firewall's name) and polls it.
+type MetalSource struct {
+	// URL is the metal-api's base URL.
+	URL string `json:"url"`
+	// HMAC is the HMAC key itself (MEP-16's shape). Exactly one of hmac and
+	// hmacFile is set; a file keeps the key out of the config.
+	HMAC string `json:"hmac,omitempty"`
+	// HMACFile is the path of a file holding the HMAC key; the agent reads
+	// it (at most 4 KiB) on every request, so a rotated key needs no restart.
+	HMACFile string `json:"hmacFile,omitempty"`
+	// Type is the HMAC auth type: Metal-View, the only one the agent takes
+	// (it only reads; a firewall's key is readable by whoever is root on it).
+	// Metal-View when empty.
+	Type string `json:"type,omitempty"`
+	// ProjectID is the metal project of the firewall.
+	ProjectID string `json:"projectID"`
+}
+
+// MetalAuthTypeView is the one HMAC auth type the agent takes.
+const MetalAuthTypeView = "Metal-View"
 
 // StaticSource holds rules directly in the file, so the agent works without
 // any API.

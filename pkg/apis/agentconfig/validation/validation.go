@@ -15,8 +15,8 @@ import (
 
 // implemented are the sources each controller of this build can read.
 var implemented = map[string][]string{
-	"firewall": {agentconfigv1alpha1.SourceStatic, agentconfigv1alpha1.SourceSeed},
-	"cwnp":     {agentconfigv1alpha1.SourceStatic, agentconfigv1alpha1.SourceShoot},
+	"firewall": {agentconfigv1alpha1.SourceStatic, agentconfigv1alpha1.SourceSeed, agentconfigv1alpha1.SourceMetal},
+	"cwnp":     {agentconfigv1alpha1.SourceStatic, agentconfigv1alpha1.SourceShoot, agentconfigv1alpha1.SourceMetal},
 	"service":  {agentconfigv1alpha1.SourceShoot},
 	"monitor":  {agentconfigv1alpha1.SourceShoot},
 }
@@ -84,6 +84,9 @@ func validateSources(cfg *agentconfigv1alpha1.Config, dir string) field.ErrorLis
 			allErrs = append(allErrs, validateReadPath(s.Kubeconfig, p.Child("kubeconfig"))...)
 		}
 	}
+	if s := cfg.Sources.Metal; s != nil {
+		allErrs = append(allErrs, validateMetalSource(s, srcPath.Child("metal"))...)
+	}
 	if s := cfg.Sources.Static; s != nil {
 		p := srcPath.Child("static")
 		if s.Firewall != nil {
@@ -136,8 +139,8 @@ func validateControllers(cfg *agentconfigv1alpha1.Config) field.ErrorList {
 		ctrl    *agentconfigv1alpha1.Controller
 		allowed []string
 	}{
-		{"firewall", c.Firewall, []string{agentconfigv1alpha1.SourceStatic, agentconfigv1alpha1.SourceSeed}},
-		{"cwnp", c.CWNP, []string{agentconfigv1alpha1.SourceStatic, agentconfigv1alpha1.SourceShoot}},
+		{"firewall", c.Firewall, []string{agentconfigv1alpha1.SourceStatic, agentconfigv1alpha1.SourceSeed, agentconfigv1alpha1.SourceMetal}},
+		{"cwnp", c.CWNP, []string{agentconfigv1alpha1.SourceStatic, agentconfigv1alpha1.SourceShoot, agentconfigv1alpha1.SourceMetal}},
 		{"service", c.Service, []string{agentconfigv1alpha1.SourceShoot}},
 		{"monitor", c.Monitor, []string{agentconfigv1alpha1.SourceShoot}},
 	} {
@@ -229,6 +232,8 @@ func hasSource(cfg *agentconfigv1alpha1.Config, name string) bool {
 		return cfg.Sources.Seed != nil
 	case agentconfigv1alpha1.SourceShoot:
 		return cfg.Sources.Shoot != nil
+	case agentconfigv1alpha1.SourceMetal:
+		return cfg.Sources.Metal != nil
 	}
 	return false
 }

@@ -56,6 +56,13 @@ type FirewallSpec struct {
 	// credential is stored in the Firewall object itself.
 	// +optional
 	UserdataContents []UserdataContent `json:"userdataContents,omitempty"`
+	// InitialRules are written into the machine's allocation in the metal-api
+	// (its firewall_rules) when the machine is created, for an agent whose cwnp
+	// controller reads them there (sources.metal); from then on they are
+	// changed in the metal-api. Only what the metal-api can hold is accepted:
+	// TCP or UDP, single ports, CIDRs without exceptions.
+	// +optional
+	InitialRules *PolicySpec `json:"initialRules,omitempty"`
 }
 
 // UserdataContent is one file on the firewall machine.
@@ -112,6 +119,12 @@ type FirewallStatus struct {
 	// AgentStatus is what the agent on the machine last reported.
 	// +optional
 	AgentStatus *AgentStatus `json:"agentStatus,omitempty"`
+	// EgressIPs are the addresses the firewall's traffic leaves with: its
+	// machine's addresses in external networks and the IPs of its SNAT rules.
+	// The acl extension always allows them, so that a shoot's nodes, which
+	// leave through this firewall, never lock themselves out.
+	// +optional
+	EgressIPs []string `json:"egressIPs,omitempty"`
 	// ObservedGeneration is the generation the manager last acted on.
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
@@ -126,6 +139,30 @@ type MachineStatus struct {
 	// +optional
 	AllocationTimestamp *metav1.Time `json:"allocationTimestamp,omitempty"`
 	// Message is the provider's last word on the machine.
+	// +optional
+	Message string `json:"message,omitempty"`
+	// Liveliness is the metal-api's liveliness of the machine (Alive, Dead, Unknown).
+	// +optional
+	Liveliness string `json:"liveliness,omitempty"`
+	// ImageID is the image the machine was allocated with.
+	// +optional
+	ImageID string `json:"imageID,omitempty"`
+	// CrashLoop tells that the machine keeps failing to provision.
+	// +optional
+	CrashLoop bool `json:"crashLoop,omitempty"`
+	// LastEvent is the machine's last provisioning event.
+	// +optional
+	LastEvent *MachineEvent `json:"lastEvent,omitempty"`
+}
+
+// MachineEvent is a provisioning event of a machine.
+type MachineEvent struct {
+	// Event is the event's name, e.g. "Phoned Home".
+	Event string `json:"event"`
+	// Timestamp is when the event was received.
+	// +optional
+	Timestamp *metav1.Time `json:"timestamp,omitempty"`
+	// Message is the event's message.
 	// +optional
 	Message string `json:"message,omitempty"`
 }

@@ -54,6 +54,9 @@ func ValidateFirewallSpec(spec firewallv1alpha1.FirewallSpec, fldPath *field.Pat
 	allErrs = append(allErrs, validateAgent(spec.AgentVersion, spec.AgentURL, fldPath)...)
 	allErrs = append(allErrs, validateSSHPublicKeys(spec.SSHPublicKeys, fldPath.Child("sshPublicKeys"))...)
 	allErrs = append(allErrs, validateUserdataContents(spec.UserdataContents, fldPath.Child("userdataContents"))...)
+	if spec.InitialRules != nil {
+		allErrs = append(allErrs, validateInitialRules(spec.InitialRules, fldPath.Child("initialRules"))...)
+	}
 	return allErrs
 }
 

@@ -16,6 +16,7 @@ import (
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
@@ -31,8 +32,10 @@ const Finalizer = firewallv1alpha1.GroupName + "/firewallsets"
 
 // Reconciler reconciles FirewallDeployments.
 type Reconciler struct {
-	Client client.Client
-	Clock  clock.Clock
+	// Workers is how many objects are reconciled at once; 1 when 0.
+	Workers int
+	Client  client.Client
+	Clock   clock.Clock
 	// ProgressDeadline is how long a new set may take to become Ready before
 	// the rollout is reported as failed; the old set stays meanwhile.
 	ProgressDeadline time.Duration
@@ -46,7 +49,7 @@ func (r *Reconciler) AddToManager(mgr manager.Manager) error {
 	if r.Clock == nil {
 		r.Clock = clock.RealClock{}
 	}
-	return builder.ControllerManagedBy(mgr).Named("firewalldeployment").
+	return builder.ControllerManagedBy(mgr).Named("firewalldeployment").WithOptions(controller.Options{MaxConcurrentReconciles: r.Workers}).
 		For(&firewallv1alpha1.FirewallDeployment{}).
 		Owns(&firewallv1alpha1.FirewallSet{}).
 		Complete(r)
@@ -170,11 +173,13 @@ func (r *Reconciler) createSet(ctx context.Context, d *firewallv1alpha1.Firewall
 		if !apierrors.IsAlreadyExists(err) {
 			return nil, fmt.Errorf("creating FirewallSet %s: %w", set.Name, err)
 		}
+		// Created before; this reconcile saw a stale cache.
 		if err := r.Client.Get(ctx, client.ObjectKeyFromObject(set), set); err != nil {
 			return nil, err
 		}
+	} else {
+		log.FromContext(ctx).Info("Created FirewallSet", "firewallset", set.Name, "revision", revision)
 	}
-	log.FromContext(ctx).Info("Created FirewallSet", "firewallset", set.Name, "revision", revision)
 	return set, nil
 }
 

@@ -17,6 +17,7 @@ import (
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
@@ -38,6 +39,8 @@ const provisioningPoll = 10 * time.Second
 
 // Reconciler reconciles Firewalls.
 type Reconciler struct {
+	// Workers is how many objects are reconciled at once; 1 when 0.
+	Workers  int
 	Client   client.Client
 	Provider machine.Provider
 	Clock    clock.Clock
@@ -47,6 +50,10 @@ type Reconciler struct {
 	// HealthTimeout is how long a Firewall may take to become Ready before
 	// it counts as crashing.
 	HealthTimeout time.Duration
+	// InDoubtSettle is how long, after a Create whose outcome is unknown
+	// (machine.InDoubtError), only Find is asked before another Create:
+	// the provider may still be finishing the allocation. Default 2m.
+	InDoubtSettle time.Duration
 	// Bootstrap, when set, gives every Firewall its agent's seed identity:
 	// RBAC, and a bootstrap kubeconfig in the machine's userdata.
 	Bootstrap *Bootstrap
@@ -100,7 +107,7 @@ func (r *Reconciler) AddToManager(mgr manager.Manager) error {
 		}
 		r.credentials = c
 	}
-	return builder.ControllerManagedBy(mgr).Named("firewall-machine").For(&firewallv1alpha1.Firewall{}).Complete(r)
+	return builder.ControllerManagedBy(mgr).Named("firewall-machine").WithOptions(controller.Options{MaxConcurrentReconciles: r.Workers}).For(&firewallv1alpha1.Firewall{}).Complete(r)
 }
 
 // Reconcile creates, watches and releases the machine behind one Firewall.
@@ -130,7 +137,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 
 	m, err := r.Provider.Find(ctx, fw)
 	if err != nil {
-		return reconcile.Result{}, fmt.Errorf("finding machine: %w", err)
+		return reconcile.Result{}, r.findFailed(ctx, fw, err)
 	}
 	// Every agent heartbeat reconciles the Firewall, so the RBAC is only
 	// written when the Firewall changed or gets its machine, not on every beat.
@@ -141,6 +148,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	}
 	created := m == nil
 	if m == nil {
+		if wait := r.inDoubtFor(fw); wait > 0 {
+			// An earlier Create may have allocated a machine that Find does
+			// not show yet: a second one is worse than waiting.
+			log.FromContext(ctx).Info("Not creating a machine while an earlier allocation is in doubt", "wait", wait)
+			return reconcile.Result{RequeueAfter: wait}, nil
+		}
 		files, err := machine.ResolveUserdata(ctx, r.Client, fw)
 		if err != nil {
 			return reconcile.Result{}, err
@@ -161,7 +174,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 			files = append(files, machine.File{Path: agentconfigv1alpha1.BootstrapKubeconfigPath, Content: kubeconfig, Mode: 0o600})
 		}
 		if m, err = r.Provider.Create(ctx, fw, files); err != nil {
-			return reconcile.Result{}, fmt.Errorf("creating machine: %w", err)
+			return reconcile.Result{}, r.createFailed(ctx, fw, err)
 		}
 		log.FromContext(ctx).Info("Created machine", "machineID", m.ID)
 	}
@@ -267,10 +280,8 @@ func (r *Reconciler) updateStatus(fw *firewallv1alpha1.Firewall, m *machine.Mach
 	now := r.Clock.Now()
 	gen := fw.Generation
 	fw.Status.ObservedGeneration = gen
-	fw.Status.MachineStatus = &firewallv1alpha1.MachineStatus{MachineID: m.ID, Message: m.Message}
-	if !m.AllocatedAt.IsZero() {
-		fw.Status.MachineStatus.AllocationTimestamp = &metav1.Time{Time: m.AllocatedAt}
-	}
+	fw.Status.MachineStatus = machineStatus(m)
+	fw.Status.EgressIPs = egressIPs(fw, m)
 	conds := &fw.Status.Conditions
 	meta.SetStatusCondition(conds, condition(firewallv1alpha1.ConditionCreated, true, "MachineCreated", "machine "+m.ID, gen))
 	meta.SetStatusCondition(conds, condition(firewallv1alpha1.ConditionProvisioned, m.Provisioned, "Machine", m.Message, gen))

@@ -19,6 +19,7 @@ import (
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -35,8 +36,10 @@ const Finalizer = firewallv1alpha1.GroupName + "/firewalls"
 
 // Reconciler reconciles FirewallSets.
 type Reconciler struct {
-	Client client.Client
-	Clock  clock.Clock
+	// Workers is how many objects are reconciled at once; 1 when 0.
+	Workers int
+	Client  client.Client
+	Clock   clock.Clock
 	// HealthTimeout is how long a Firewall may take to become Ready before
 	// it counts as unhealthy.
 	HealthTimeout time.Duration
@@ -51,7 +54,7 @@ func (r *Reconciler) AddToManager(mgr manager.Manager) error {
 	if r.Clock == nil {
 		r.Clock = clock.RealClock{}
 	}
-	return builder.ControllerManagedBy(mgr).Named("firewallset").
+	return builder.ControllerManagedBy(mgr).Named("firewallset").WithOptions(controller.Options{MaxConcurrentReconciles: r.Workers}).
 		For(&firewallv1alpha1.FirewallSet{}).
 		Watches(&firewallv1alpha1.Firewall{}, handler.EnqueueRequestsFromMapFunc(r.setsSelecting)).
 		Complete(r)
@@ -181,10 +184,14 @@ func (r *Reconciler) create(ctx context.Context, set *firewallv1alpha1.FirewallS
 		if err := controllerutil.SetControllerReference(set, fw, r.Client.Scheme()); err != nil {
 			return err
 		}
-		if err := r.Client.Create(ctx, fw); err != nil && !apierrors.IsAlreadyExists(err) {
+		switch err := r.Client.Create(ctx, fw); {
+		case apierrors.IsAlreadyExists(err):
+			// Created before; this reconcile saw a stale cache.
+		case err != nil:
 			return fmt.Errorf("creating Firewall %s: %w", name, err)
+		default:
+			log.FromContext(ctx).Info("Created Firewall", "firewall", name)
 		}
-		log.FromContext(ctx).Info("Created Firewall", "firewall", name)
 		count--
 	}
 	return nil

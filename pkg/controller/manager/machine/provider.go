@@ -26,7 +26,36 @@ type Machine struct {
 	AllocatedAt time.Time
 	// Message is the provider's last word on the machine, e.g. why it failed.
 	Message string
+	// Liveliness, ImageID, CrashLoop and LastEvent are what the metal-api
+	// says about the machine; a provider without them leaves them empty.
+	Liveliness string
+	ImageID    string
+	CrashLoop  bool
+	LastEvent  *Event
+	// ExternalIPs are the machine's addresses in external networks: its
+	// traffic to the internet leaves with them unless a SNAT rule says else.
+	ExternalIPs []string
 }
+
+// Event is a provisioning event of a machine.
+type Event struct {
+	Event   string
+	Time    time.Time
+	Message string
+}
+
+// InDoubtError says that a Create failed in a way that leaves open whether
+// the machine was allocated (a timeout, a lost connection, a server error):
+// the manager must not create another before Find has had time to see it.
+type InDoubtError struct {
+	Err error
+}
+
+func (e *InDoubtError) Error() string {
+	return "the machine may have been allocated: " + e.Err.Error()
+}
+
+func (e *InDoubtError) Unwrap() error { return e.Err }
 
 // File is one resolved userdata file.
 type File struct {

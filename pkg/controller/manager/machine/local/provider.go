@@ -65,7 +65,7 @@ const (
 	recordFile         = "machine.json"
 )
 
-// New returns a provider; it checks that the agent binary exists.
+// New returns a provider; it checks its prerequisites (CheckPrerequisites).
 func New(opts Options) (*Provider, error) {
 	if opts.StateDir == "" {
 		opts.StateDir = DefaultStateDir
@@ -79,8 +79,8 @@ func New(opts Options) (*Provider, error) {
 	if opts.InternalNetNS == "" || opts.ExternalNetNS == "" {
 		return nil, errors.New("local provider: internal and external namespace names are required")
 	}
-	if _, err := os.Stat(opts.AgentPath); err != nil {
-		return nil, fmt.Errorf("local provider: agent binary: %w", err)
+	if err := CheckPrerequisites(opts.AgentPath); err != nil {
+		return nil, err
 	}
 	if err := os.MkdirAll(opts.StateDir, 0o700); err != nil {
 		return nil, err
@@ -167,9 +167,24 @@ func (p *Provider) agentRunning(rec *record) bool {
 	return err == nil && root == p.root(rec.ID)
 }
 
+// Links name a machine's interfaces into the internal and the external
+// namespace.
+type Links struct {
+	Internal, External string
+}
+
+// DefaultLinks are the interfaces of a machine made by Create.
+var DefaultLinks = Links{Internal: "int0", External: "ext0"}
+
 // Create builds the namespace, writes the userdata into the root and starts
 // the agent. A failure half-way removes what was built.
-func (p *Provider) Create(_ context.Context, fw *firewallv1alpha1.Firewall, userdata []machine.File) (m *machine.Machine, err error) {
+func (p *Provider) Create(ctx context.Context, fw *firewallv1alpha1.Firewall, userdata []machine.File) (*machine.Machine, error) {
+	return p.CreateWithLinks(ctx, fw, userdata, DefaultLinks)
+}
+
+// CreateWithLinks is Create with the machine's interfaces named links, e.g.
+// as metal-stack names a firewall's interfaces after its networks' VRFs.
+func (p *Provider) CreateWithLinks(_ context.Context, fw *firewallv1alpha1.Firewall, userdata []machine.File, links Links) (m *machine.Machine, err error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	suffix := make([]byte, 4)
@@ -193,7 +208,7 @@ func (p *Provider) Create(_ context.Context, fw *firewallv1alpha1.Firewall, user
 	if err := copyFile(p.opts.AgentPath, filepath.Join(p.root(rec.ID), agentInRoot), 0o755); err != nil {
 		return nil, fmt.Errorf("copying the agent into the machine: %w", err)
 	}
-	if err := p.network(rec.NetNS, short); err != nil {
+	if err := p.network(rec.NetNS, short, links); err != nil {
 		return nil, err
 	}
 	if rec.PID, err = p.startAgent(rec); err != nil {
@@ -205,9 +220,9 @@ func (p *Provider) Create(_ context.Context, fw *firewallv1alpha1.Firewall, user
 	return p.machine(rec), nil
 }
 
-// network creates the machine's namespace with int0 and ext0; their peers
+// network creates the machine's namespace with its two links; their peers
 // are named fw<id>i and fw<id>e in the internal and external namespaces.
-func (p *Provider) network(name, short string) error {
+func (p *Provider) network(name, short string, links Links) error {
 	outside := map[string]*netns.NS{}
 	for _, n := range []string{p.opts.InternalNetNS, p.opts.ExternalNetNS} {
 		outside[n] = &netns.NS{Name: n}
@@ -221,10 +236,10 @@ func (p *Provider) network(name, short string) error {
 	if err != nil {
 		return err
 	}
-	if err := netns.Veth(ns, "int0", "", outside[p.opts.InternalNetNS], "fw"+short+"i", ""); err != nil {
+	if err := netns.Veth(ns, links.Internal, "", outside[p.opts.InternalNetNS], "fw"+short+"i", ""); err != nil {
 		return err
 	}
-	if err := netns.Veth(ns, "ext0", "", outside[p.opts.ExternalNetNS], "fw"+short+"e", ""); err != nil {
+	if err := netns.Veth(ns, links.External, "", outside[p.opts.ExternalNetNS], "fw"+short+"e", ""); err != nil {
 		return err
 	}
 	return ns.EnableForwarding()
