@@ -141,18 +141,18 @@ func (a *Agent) fqdnStatus(spec *fwv1alpha1.PolicySpec) []fwv1alpha1.FQDNSelecto
 			}
 			seen[s] = true
 			st := fwv1alpha1.FQDNSelectorStatus{MatchName: sel.MatchName, MatchPattern: sel.MatchPattern}
-			switch {
-			case a.dnsProxy == nil:
+			if a.dnsProxy == nil {
 				st.Message = "not enforced: the firewall runs no DNS proxy (dns in the firewall's providerConfig), so names allow nothing"
-			default:
-				now := a.dnsProxy.Status(s, fwv1alpha1.MaxStatusAddresses)
-				st.Enforced, st.AddressCount, st.Message = now.Enforced, int32(now.Count), now.Bound
-				for _, addr := range now.Addresses {
-					st.Addresses = append(st.Addresses, addr.String())
-				}
-				if !now.Enforced {
-					st.Message = fmt.Sprintf("not enforced: the firewall enforces at most %d distinct selectors (dns.maxSelectors)", a.dnsConfig.SelectorLimit())
-				}
+				out = append(out, st)
+				continue
+			}
+			now := a.dnsProxy.Status(s, fwv1alpha1.MaxStatusAddresses)
+			st.Enforced, st.AddressCount, st.Message = now.Enforced, int32(now.Count), now.Bound
+			for _, addr := range now.Addresses {
+				st.Addresses = append(st.Addresses, addr.String())
+			}
+			if !now.Enforced {
+				st.Message = fmt.Sprintf("not enforced: the firewall enforces at most %d distinct selectors (dns.maxSelectors)", a.dnsConfig.SelectorLimit())
 			}
 			out = append(out, st)
 		}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"math/rand/v2"
 	"net"
 	"net/netip"
 	"sync"
@@ -171,9 +170,10 @@ func (p *Proxy) serve(w dns.ResponseWriter, req *dns.Msg, transport string) {
 		return
 	}
 	clientID := req.Id
-	// The upstream sees an ID of ours: a response must carry it.
+	// The upstream sees an ID of ours, unpredictable: a response must carry
+	// it, and one spoofed by someone off the path must guess it.
 	query := req.Copy()
-	query.Id = uint16(rand.Uint32())
+	query.Id = dns.Id()
 	packed, err := query.Pack()
 	if err != nil {
 		p.opts.Observer.ObserveDNSQuery(transport, ResultRefused)
