@@ -159,7 +159,7 @@ BENCH_BASELINE_LIMIT ?= 60s
 .PHONY: bench
 bench:
 	@if [ "$$(id -u)" != 0 ]; then echo "make bench needs root (network namespaces)"; exit 1; fi
-	@hack/test-prereqs.sh root-only
+	@hack/test-prereqs.sh bench
 	@BENCH_TABLE=true BENCH_BASELINE_LIMIT=$(BENCH_BASELINE_LIMIT) go test ./pkg/firewall/nftables/ -count=1 -v -timeout 20m -ginkgo.label-filter=bench \
 	  | grep -v -e '^=== RUN' -e '^--- PASS' -e '^PASS$$' -e '^ok '
 	@BENCH_TABLE=true go test ./test/integration/agent/ -count=1 -v -timeout 10m -ginkgo.label-filter=bench \

@@ -20,6 +20,7 @@ require (
 	github.com/metal-stack/metal-go v0.42.5
 	github.com/metal-stack/metal-lib v0.23.5
 	github.com/metal-stack/security v0.9.4
+	github.com/miekg/dns v1.1.73
 	github.com/onsi/ginkgo/v2 v2.32.0
 	github.com/onsi/gomega v1.42.1
 	github.com/prometheus/client_golang v1.24.1
@@ -174,7 +175,6 @@ require (
 	github.com/mdlayher/socket v0.5.1 // indirect
 	github.com/mdlayher/vsock v1.2.1 // indirect
 	github.com/metal-stack/v v1.0.3 // indirect
-	github.com/miekg/dns v1.1.73 // indirect
 	github.com/mitchellh/copystructure v1.2.0 // indirect
 	github.com/mitchellh/hashstructure/v2 v2.0.2 // indirect
 	github.com/mitchellh/reflectwalk v1.0.2 // indirect

@@ -14,6 +14,8 @@ targets=(
   ./pkg/apis/acl/validation:FuzzParse
   ./pkg/apis/firewall/validation:FuzzDecodeFirewallExtensionConfig
   ./pkg/firewall/config:FuzzParse
+  ./pkg/firewall/fqdn:FuzzMatches
+  ./pkg/firewall/dnsproxy:FuzzAnswerAddresses
 )
 for target in "${targets[@]}"; do
   pkg="${target%%:*}" fn="${target##*:}"

@@ -3,14 +3,22 @@
 # says exactly what is missing. As root it installs missing Debian packages
 # with apt; not as root it names them and the network-namespace tests skip.
 #
-# Usage: hack/test-prereqs.sh [root-only]
-#   root-only: the caller cannot run without root (make demo, make bench).
+# Usage: hack/test-prereqs.sh [root-only|bench]
+#   root-only: the caller cannot run without root (make demo).
+#   bench: root-only, and dnsperf is tried too (make bench); without it the DNS
+#   proxy bench loads the proxy with its own Go generator and says so.
 set -euo pipefail
 
 # command:package pairs the network-namespace tests, the demo and the bench use.
 # nft: the agent tests compare with `nft list`; ip: namespaces and veth;
-# iperf3: the rate-limit and throughput tests.
-NEEDED=(nft:nftables ip:iproute2 iperf3:iperf3)
+# iperf3: the rate-limit and throughput tests; dnsmasq: the real resolver the
+# DNS proxy (toFQDNs) is tested against.
+NEEDED=(nft:nftables ip:iproute2 iperf3:iperf3 dnsmasq:dnsmasq-base)
+# Wanted by the bench, not needed by anything.
+OPTIONAL=()
+if [ "${1:-}" = bench ]; then
+  OPTIONAL=(dnsperf:dnsperf)
+fi
 
 log() { echo "test-prereqs: $*" >&2; }
 
@@ -29,7 +37,7 @@ for pair in "${NEEDED[@]}"; do
 done
 
 if [ "$(id -u)" != 0 ]; then
-  if [ "${1:-}" = root-only ]; then
+  if [ "${1:-}" = root-only ] || [ "${1:-}" = bench ]; then
     log "this target needs root (network namespaces, nftables): run it as root, e.g. sudo make ..."
     exit 1
   fi
@@ -61,3 +69,17 @@ for pair in "${NEEDED[@]}"; do
     exit 1
   fi
 done
+
+missing_optional=()
+for pair in "${OPTIONAL[@]}"; do
+  if ! command -v "${pair%%:*}" >/dev/null 2>&1; then
+    missing_optional+=("${pair#*:}")
+  fi
+done
+if (( ${#missing_optional[@]} )); then
+  log "installing ${missing_optional[*]} (optional)"
+  export DEBIAN_FRONTEND=noninteractive
+  if ! { command -v apt-get >/dev/null && apt-get update -qq && apt-get install -y -qq --no-install-recommends "${missing_optional[@]}" >/dev/null; }; then
+    log "could not install ${missing_optional[*]}: the DNS proxy bench uses its Go load generator instead"
+  fi
+fi

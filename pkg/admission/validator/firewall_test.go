@@ -17,6 +17,10 @@ var _ = Describe("ValidateFirewallExtensions", func() {
 		Expect(validator.ValidateFirewallExtensions(shoot(extension("firewall", valid)))).To(BeEmpty())
 	})
 
+	It("accepts the DNS proxy's settings, which turn on toFQDNs", func() {
+		Expect(validator.ValidateFirewallExtensions(shoot(extension("firewall", valid[:len(valid)-1]+`,"dns":{"upstreams":["10.0.0.53"]}}`)))).To(BeEmpty())
+	})
+
 	It("names the field of an unknown key in the second extension", func() {
 		errs := validator.ValidateFirewallExtensions(shoot(extension("acl", `{}`), extension("firewall", `{"size":"s","imag":"x"}`)))
 		Expect(errs.ToAggregate().Error()).To(ContainSubstring("spec.extensions[1].providerConfig"))
@@ -43,6 +47,8 @@ var _ = Describe("ValidateFirewallExtensions", func() {
 		Entry("a rate the kernel refuses", valid[:len(valid)-1]+`,"rateLimits":[{"interface":"eth1","rate":17593}]}`,
 			`spec.extensions[0].providerConfig.rateLimits[0].rate: Invalid value: 17593`),
 		Entry("a newline in size", strings.Replace(valid, "c1-xlarge-x86", `c1\nx`, 1), `spec.extensions[0].providerConfig.size: Invalid value: "c1\nx"`),
+		Entry("a DNS resolver on the loopback", valid[:len(valid)-1]+`,"dns":{"upstreams":["127.0.0.53"]}}`,
+			`spec.extensions[0].providerConfig.dns.upstreams[0]: Invalid value: "127.0.0.53": must be a unicast address the nodes reach through the firewall`),
 		Entry("10,000 internal prefixes", valid[:len(valid)-1]+`,"internalPrefixes":[`+strings.Repeat(`"10.0.0.0/8",`, 9999)+`"10.0.0.0/8"]}`,
 			"spec.extensions[0].providerConfig.internalPrefixes: Too many: 10000"),
 		Entry("a create timeout shorter than a minute", valid[:len(valid)-1]+`,"createTimeout":"10s"}`,

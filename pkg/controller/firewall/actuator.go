@@ -89,7 +89,7 @@ func (a *actuator) Reconcile(ctx context.Context, log logr.Logger, ex *extension
 	if err := a.reconcileShootResources(ctx, ex.Namespace); err != nil {
 		return err
 	}
-	agentConfig, err := agentConfig(ex.Namespace)
+	agentConfig, err := agentConfig(ex.Namespace, cfg.DNS)
 	if err != nil {
 		return err
 	}

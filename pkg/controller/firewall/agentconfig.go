@@ -14,9 +14,11 @@ import (
 // kubeconfig the agent reads through the seed, which also brings a new
 // bootstrap kubeconfig after a migration. It carries no credential: the
 // bootstrap kubeconfig is a file of its own, minted per firewall by the
-// manager.
-func agentConfig(namespace string) ([]byte, error) {
+// manager. dns, from the providerConfig, turns on the DNS proxy that
+// enforces the policies' toFQDNs.
+func agentConfig(namespace string, dns *agentconfigv1alpha1.DNS) ([]byte, error) {
 	return yaml.Marshal(&agentconfigv1alpha1.Config{
+		DNS: dns,
 		Sources: agentconfigv1alpha1.Sources{
 			Seed: &agentconfigv1alpha1.SeedSource{
 				BootstrapKubeconfig: agentconfigv1alpha1.BootstrapKubeconfigPath,

@@ -1,8 +1,11 @@
 package firewall
 
 import (
+	"time"
+
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	agentconfigv1alpha1 "github.com/metal-firewall/gardener-extension-firewall/pkg/apis/agentconfig/v1alpha1"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/constants"
@@ -13,7 +16,7 @@ var _ = Describe("agentConfig", func() {
 	// The extension writes the agent's config; the agent must accept it, or a
 	// new firewall would boot into an agent that refuses to start.
 	It("is accepted by the agent's own loader", func() {
-		raw, err := agentConfig("shoot--p--s")
+		raw, err := agentConfig("shoot--p--s", nil)
 		Expect(err).NotTo(HaveOccurred())
 		cfg, err := config.Parse(raw)
 		Expect(err).NotTo(HaveOccurred(), "the agent refuses the extension's config:\n%s", raw)
@@ -29,5 +32,17 @@ var _ = Describe("agentConfig", func() {
 		for name, c := range map[string]*agentconfigv1alpha1.Controller{"cwnp": cfg.Controllers.CWNP, "service": cfg.Controllers.Service, "monitor": cfg.Controllers.Monitor} {
 			Expect(c).To(Equal(&agentconfigv1alpha1.Controller{Source: agentconfigv1alpha1.SourceShoot}), name)
 		}
+
+		By("no DNS proxy unless the providerConfig asks for one")
+		Expect(cfg.DNS).To(BeNil())
+	})
+
+	It("carries the providerConfig's DNS proxy settings, which the agent accepts", func() {
+		dns := &agentconfigv1alpha1.DNS{Upstreams: []string{"10.0.0.53", "2001:db8::53"}, MinTTL: &metav1.Duration{Duration: 30 * time.Second}, MaxSelectors: 500}
+		raw, err := agentConfig("shoot--p--s", dns)
+		Expect(err).NotTo(HaveOccurred())
+		cfg, err := config.Parse(raw)
+		Expect(err).NotTo(HaveOccurred(), "the agent refuses the extension's config:\n%s", raw)
+		Expect(cfg.DNS).To(Equal(dns))
 	})
 })

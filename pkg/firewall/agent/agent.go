@@ -15,6 +15,7 @@ import (
 
 	agentconfigv1alpha1 "github.com/metal-firewall/gardener-extension-firewall/pkg/apis/agentconfig/v1alpha1"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/firewall/config"
+	"github.com/metal-firewall/gardener-extension-firewall/pkg/firewall/dnsproxy"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/firewall/metalsource"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/firewall/metrics"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/firewall/nftables"
@@ -74,6 +75,10 @@ type Agent struct {
 	// builder builds the rulesets: after the first, a change costs in
 	// proportion to what changed, not to all policies.
 	builder ruleset.Builder
+	// dnsProxy enforces the policies' toFQDNs, when dnsConfig (the config's
+	// dns section as it was at start) turns it on.
+	dnsProxy  *dnsproxy.Proxy
+	dnsConfig *agentconfigv1alpha1.DNS
 }
 
 // ApplyOnce loads and validates the config and applies it. A bad config or a
@@ -90,13 +95,16 @@ func (a *Agent) apply(cfg *agentconfigv1alpha1.Config) (res nftables.Result, err
 	start := time.Now()
 	var rs *ruleset.Ruleset
 	defer func() { a.Metrics.ObserveApply(rs, res, err, time.Since(start)) }()
-	rs, err = desired(a.builder.Build, cfg, a.in)
+	rs, err = desired(a.builder.Build, cfg, a.in, a.dnsConfig)
 	if err != nil {
 		return nftables.Result{}, err
 	}
 	res, err = a.Applier.Apply(rs)
 	if err != nil {
 		return res, fmt.Errorf("applying ruleset: %w", err)
+	}
+	if a.dnsProxy != nil {
+		a.dnsProxy.SetSelectors(rs.FQDNSelectors())
 	}
 	return res, nil
 }
@@ -124,6 +132,11 @@ func (a *Agent) Run(ctx context.Context) error {
 		return err
 	}
 	a.observeStatic(cfg, nil)
+	if cfg.DNS != nil {
+		if err := a.startDNSProxy(ctx, cfg.DNS); err != nil {
+			return err
+		}
+	}
 	src, err := a.sources(cfg)
 	if err != nil {
 		return err

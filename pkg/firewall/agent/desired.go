@@ -29,14 +29,17 @@ type Inputs struct {
 // apply. A controller that is off contributes nothing: without the firewall
 // controller there are no internal prefixes, so only established traffic
 // passes.
+// With the config's dns section, it has the DNS redirect to the proxy and
+// the policies' toFQDNs; without, toFQDNs allow nothing and are left out.
 func Desired(cfg *agentconfigv1alpha1.Config, in Inputs) (*ruleset.Ruleset, error) {
-	return desired(ruleset.Build, cfg, in)
+	return desired(ruleset.Build, cfg, in, cfg.DNS)
 }
 
 // buildFunc is ruleset.Build or a ruleset.Builder's Build.
 type buildFunc func(*fwv1alpha1.FirewallTrafficSpec, []*fwv1alpha1.PolicySpec, []ruleset.ServiceAllow) (*ruleset.Ruleset, error)
 
-func desired(build buildFunc, cfg *agentconfigv1alpha1.Config, in Inputs) (*ruleset.Ruleset, error) {
+// dns is the DNS proxy's config: nil when no proxy runs.
+func desired(build buildFunc, cfg *agentconfigv1alpha1.Config, in Inputs, dns *agentconfigv1alpha1.DNS) (*ruleset.Ruleset, error) {
 	var (
 		fw       *fwv1alpha1.FirewallTrafficSpec
 		policies []*fwv1alpha1.PolicySpec
@@ -77,7 +80,11 @@ func desired(build buildFunc, cfg *agentconfigv1alpha1.Config, in Inputs) (*rule
 	if c := cfg.Controllers.Service; c != nil && c.Source == agentconfigv1alpha1.SourceShoot {
 		services = in.Services
 	}
-	return build(fw, policies, services)
+	rs, err := build(fw, fqdnPolicies(policies, dns), services)
+	if err != nil {
+		return nil, err
+	}
+	return withDNS(rs, dns), nil
 }
 
 // withInterfaces returns the spec with every network ID replaced by the

@@ -64,12 +64,15 @@ func (p *shootPolicies) read(ctx context.Context, a *Agent) bool {
 }
 
 // report writes each policy's state, deployed or ignored and why, if they
-// were read.
-func (p *shootPolicies) report(ctx context.Context, log *slog.Logger) {
+// were read; fqdns tells a deployed policy's FQDN selectors.
+func (p *shootPolicies) report(ctx context.Context, log *slog.Logger, fqdns func(*fwv1alpha1.PolicySpec) []fwv1alpha1.FQDNSelectorStatus) {
 	if p.err != nil {
 		return
 	}
 	for i := range p.items {
+		if p.statuses[i].State == fwv1alpha1.PolicyStateDeployed {
+			p.statuses[i].FQDNs = fqdns(&p.items[i].Spec)
+		}
 		if err := p.shoot.ReportPolicy(ctx, &p.items[i], p.statuses[i]); err != nil {
 			log.Error("reporting a policy's state", "policy", p.items[i].Name, "error", err)
 		}

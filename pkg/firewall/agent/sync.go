@@ -116,7 +116,7 @@ func (a *Agent) reportSources(ctx context.Context, cfg *agentconfigv1alpha1.Conf
 	}
 	r.seed.report(ctx, a.Log, message, a.lastShootRun, a.appliedGeneration)
 	if inForce {
-		r.policies.report(ctx, a.Log)
+		r.policies.report(ctx, a.Log, a.fqdnStatus)
 	}
 	if c := cfg.Controllers.Monitor; c != nil && c.Source == agentconfigv1alpha1.SourceShoot && a.shoot != nil {
 		a.writeMonitor(ctx, cfg, r.seed.src != nil, r.seed.fw, r.shootErr, message)

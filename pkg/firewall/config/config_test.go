@@ -2,6 +2,7 @@ package config_test
 
 import (
 	"strings"
+	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -108,7 +109,7 @@ var _ = Describe("Parse", func() {
 		Entry("network twice", "controllers:\n", "networks: [{id: internet, interface: eth1}, {id: internet, interface: eth2}]\ncontrollers:\n", `networks[1].id: Duplicate value: "internet"`),
 		Entry("rate limit on an unmapped network", "{interface: eth1, rate: 100}", "{networkID: underlay, rate: 100}", `sources.static.firewall.rateLimits[0].networkID: Invalid value: "underlay": no interface for this network`),
 		Entry("rate 0", "rate: 100", "rate: 0", `sources.static.firewall.rateLimits[0].rate`),
-		Entry("fqdn rules", "egress:  [", "egress:  [{to: [{cidr: 1.2.3.0/24}], toFQDNs: [{matchName: x}]}, ", `sources.static.cwnp.egress[0].toFQDNs: Forbidden`),
+		Entry("an invalid FQDN selector", "egress:  [", "egress:  [{to: [{cidr: 1.2.3.0/24}], toFQDNs: [{matchName: 'a..example.com'}]}, ", `sources.static.cwnp.egress[0].toFQDNs[0].matchName: Invalid value: "a..example.com"`),
 		Entry("egress without destination", "egress:  [", "egress:  [{ports: [{port: 1}]}, ", `sources.static.cwnp.egress[0].to: Required value`),
 		Entry("unknown source", "cwnp:     {source: static}", "cwnp:     {source: metal}", `controllers.cwnp.source`, `"metal"`),
 		Entry("shoot without a kubeconfig", "cwnp:     {source: static}", "cwnp:     {source: shoot}", `sources.shoot.kubeconfig: Required value: a controller reads the shoot`),
@@ -121,5 +122,54 @@ var _ = Describe("Parse", func() {
 			"  seed: {bootstrapKubeconfig: /etc/firewall-agent/bootstrap.kubeconfig, kubeconfig: /etc/firewall-agent/seed.kubeconfig, namespace: shoot--p--s}\n  shoot: {namespace: firewall}",
 			"  shoot: {namespace: firewall, kubeconfig: /etc/firewall-agent/shoot.kubeconfig, accessSecret: a}",
 			`sources.shoot.accessSecret: Invalid value: "a"`, "sources.seed is required"),
+	)
+})
+
+var _ = Describe("Parse the dns section", func() {
+	withDNS := func(dns string) string { return valid + "dns: " + dns + "\n" }
+
+	It("accepts resolvers of both families and applies the defaults", func() {
+		cfg, err := config.Parse([]byte(withDNS(`{upstreams: [10.0.0.53, "2001:db8::53"]}`)))
+		Expect(err).NotTo(HaveOccurred())
+		Expect(cfg.DNS.Upstreams).To(Equal([]string{"10.0.0.53", "2001:db8::53"}))
+		Expect(cfg.DNS.ListenPort()).To(BeEquivalentTo(agentconfigv1alpha1.DefaultDNSPort))
+		Expect(cfg.DNS.TTLFloor()).To(Equal(agentconfigv1alpha1.DefaultDNSMinTTL))
+		Expect(cfg.DNS.GracePeriod()).To(Equal(agentconfigv1alpha1.DefaultDNSGrace))
+		Expect(cfg.DNS.AddressesPerName()).To(Equal(agentconfigv1alpha1.DefaultMaxAddressesPerName))
+		Expect(cfg.DNS.NamesPerSelector()).To(Equal(agentconfigv1alpha1.DefaultMaxNamesPerSelector))
+		Expect(cfg.DNS.SelectorLimit()).To(Equal(agentconfigv1alpha1.DefaultMaxSelectors))
+		Expect(cfg.DNS.AddressLimit()).To(Equal(agentconfigv1alpha1.DefaultMaxAddresses))
+	})
+
+	It("takes every setting", func() {
+		cfg, err := config.Parse([]byte(withDNS(`{upstreams: [192.0.2.53], port: 5353, minTTL: 5s, grace: 0s, maxAddressesPerName: 8, maxNamesPerSelector: 16, maxSelectors: 32, maxAddresses: 64}`)))
+		Expect(err).NotTo(HaveOccurred())
+		d := cfg.DNS
+		Expect([]any{d.ListenPort(), d.TTLFloor(), d.GracePeriod(), d.AddressesPerName(), d.NamesPerSelector(), d.SelectorLimit(), d.AddressLimit()}).
+			To(Equal([]any{uint16(5353), 5 * time.Second, time.Duration(0), 8, 16, 32, 64}))
+	})
+
+	DescribeTable("refuses what is invalid, naming the field and the value",
+		func(dns string, want ...string) {
+			_, err := config.Parse([]byte(withDNS(dns)))
+			Expect(err).To(HaveOccurred())
+			for _, w := range want {
+				Expect(err.Error()).To(ContainSubstring(w))
+			}
+		},
+		Entry("no resolver", `{upstreams: []}`, `dns.upstreams: Required value`),
+		Entry("a CIDR", `{upstreams: [10.0.0.0/8]}`, `dns.upstreams[0]: Invalid value: "10.0.0.0/8": must be an IPv4 or IPv6 address`),
+		Entry("a name", `{upstreams: [dns.example.com]}`, `dns.upstreams[0]: Invalid value: "dns.example.com"`),
+		Entry("a zone", `{upstreams: ["fe80::1%eth0"]}`, `dns.upstreams[0]: Invalid value: "fe80::1%eth0"`),
+		Entry("the loopback", `{upstreams: [127.0.0.53]}`, `dns.upstreams[0]: Invalid value: "127.0.0.53": must be a unicast address`),
+		Entry("twice", `{upstreams: [10.0.0.53, 10.0.0.53]}`, `dns.upstreams[1]: Duplicate value: "10.0.0.53"`),
+		Entry("too many", `{upstreams: [10.0.0.1, 10.0.0.2, 10.0.0.3, 10.0.0.4, 10.0.0.5, 10.0.0.6, 10.0.0.7, 10.0.0.8, 10.0.0.9]}`, `dns.upstreams: Too many: 9: must have at most 8 items`),
+		Entry("a port too large", `{upstreams: [10.0.0.53], port: 65536}`, `dns.port: Invalid value: 65536`),
+		Entry("a negative TTL floor", `{upstreams: [10.0.0.53], minTTL: -1s}`, `dns.minTTL: Invalid value: "-1s": must be between 0s and 24h`),
+		Entry("a grace of a week", `{upstreams: [10.0.0.53], grace: 168h}`, `dns.grace: Invalid value: "168h0m0s": must be between 0s and 24h`),
+		Entry("a duration that is none", `{upstreams: [10.0.0.53], grace: soon}`, `invalid duration "soon"`),
+		Entry("a negative bound", `{upstreams: [10.0.0.53], maxSelectors: -1}`, `dns.maxSelectors: Invalid value: -1`),
+		Entry("a bound too large", `{upstreams: [10.0.0.53], maxAddressesPerName: 5000}`, `dns.maxAddressesPerName: Invalid value: 5000: must be between 1 and 4096`),
+		Entry("an unknown field", `{upstreams: [10.0.0.53], upstream: 10.0.0.54}`, `unknown field "dns.upstream"`),
 	)
 })

@@ -15,6 +15,7 @@ func FuzzParse(f *testing.F) {
 		"sources:\n  seed: {bootstrapKubeconfig: /etc/firewall-agent/b, kubeconfig: /etc/firewall-agent/s, namespace: shoot--p--s}\n" +
 			"  shoot: {namespace: firewall, accessSecret: a, kubeconfig: /etc/firewall-agent/../x}\ncontrollers: {firewall: {source: seed}, cwnp: {source: shoot}}\n",
 		"sources: {static: {firewall: {rateLimits: [{networkID: n, rate: 17593}]}}}\nnetworks: [{id: n, interface: eth0}]\ncontrollers: {firewall: {source: static}}\n",
+		valid + "dns: {upstreams: [10.0.0.53, \"2001:db8::53\"], port: 5353, minTTL: 5s, grace: 1m, maxSelectors: 10}\n",
 		"\xff", "[", "null",
 	} {
 		f.Add([]byte(seed))

@@ -52,6 +52,7 @@ type Metrics struct {
 	shards            *prometheus.GaugeVec
 	sourceUp          *prometheus.GaugeVec
 	sourceLastSuccess *prometheus.GaugeVec
+	dns               *dnsMetrics
 
 	// now is the clock, replaced in tests.
 	now func() time.Time
@@ -106,6 +107,7 @@ func New(version string, counters CounterReader, log *slog.Logger) *Metrics {
 	buildInfo.WithLabelValues(version).Set(1)
 	m.registry.MustRegister(m.applyDuration, m.applies, m.lastSuccess, m.rules, m.elements, m.shards, m.sourceUp, m.sourceLastSuccess, buildInfo,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	m.dns = newDNSMetrics(m.registry)
 	for _, r := range []string{ResultChanged, ResultUnchanged, ResultError} {
 		m.applies.WithLabelValues(r)
 	}
@@ -173,6 +175,8 @@ func (m *Metrics) ObserveApply(rs *ruleset.Ruleset, res nftables.Result, err err
 		switch name, isShard := mapOf[s.Name]; {
 		case isShard:
 			elements[name] += len(s.Elements)
+		case s.Kind == ruleset.FQDNSet:
+			// The DNS proxy's: see firewall_agent_fqdn_addresses.
 		case s.Kind != ruleset.DispatchMap:
 			elements[s.Name] += len(s.Elements)
 		}

@@ -108,9 +108,48 @@ var _ = Describe("Metrics", func() {
 		Expect(got).To(HaveKeyWithValue(`firewall_agent_ruleset_set_elements{set="egress_v4_shards"}`, 900.0))
 	})
 
+	It("serves what the DNS proxy observed, and leaves the FQDN sets out of the ruleset's elements", func() {
+		m := metrics.New("v1.2.3", &fakeCounters{}, nil)
+		rs, err := ruleset.Build(&fwv1alpha1.FirewallTrafficSpec{}, []*fwv1alpha1.PolicySpec{{Egress: []fwv1alpha1.EgressRule{
+			{ToFQDNs: []fwv1alpha1.FQDNSelector{{MatchName: "api.github.com"}}}}}}, nil)
+		Expect(err).NotTo(HaveOccurred())
+		m.ObserveApply(rs, nftables.Result{Mode: nftables.Full}, nil, time.Millisecond)
+		m.ObserveDNSQuery("udp", "answered")
+		m.ObserveDNSQuery("udp", "answered")
+		m.ObserveDNSQuery("tcp", "servfail")
+		m.ObserveDNSUpstream(300*time.Microsecond, nil)
+		m.ObserveDNSUpstream(time.Second, errors.New("no resolver answered"))
+		m.ObserveFQDNUpdate(3, 80*time.Microsecond, nil)
+		m.ObserveFQDNUpdate(1, time.Millisecond, errors.New("netlink says no"))
+		m.ObserveFQDNBound("maxAddressesPerName")
+		m.ObserveFQDNAllowed(1, 3)
+		_, got := scrape(m.Handler())
+		Expect(got).To(HaveKeyWithValue(`firewall_agent_dns_queries_total{result="answered",transport="udp"}`, 2.0))
+		Expect(got).To(HaveKeyWithValue(`firewall_agent_dns_queries_total{result="servfail",transport="tcp"}`, 1.0))
+		Expect(got).To(HaveKeyWithValue(`firewall_agent_dns_upstream_duration_seconds_bucket{le="0.0005"}`, 1.0))
+		Expect(got).To(HaveKeyWithValue(`firewall_agent_dns_upstream_errors_total`, 1.0))
+		Expect(got).To(HaveKeyWithValue(`firewall_agent_fqdn_set_updates_total{result="ok"}`, 1.0))
+		Expect(got).To(HaveKeyWithValue(`firewall_agent_fqdn_set_updates_total{result="error"}`, 1.0))
+		Expect(got).To(HaveKeyWithValue(`firewall_agent_fqdn_set_elements_written_total`, 3.0))
+		Expect(got).To(HaveKeyWithValue(`firewall_agent_fqdn_set_update_duration_seconds_bucket{le="0.0001"}`, 1.0))
+		Expect(got).To(HaveKeyWithValue(`firewall_agent_fqdn_bound_hits_total{bound="maxAddressesPerName"}`, 1.0))
+		Expect(got).To(HaveKeyWithValue(`firewall_agent_fqdn_bound_hits_total{bound="maxAddresses"}`, 0.0))
+		Expect(got).To(HaveKeyWithValue(`firewall_agent_fqdn_selectors`, 1.0))
+		Expect(got).To(HaveKeyWithValue(`firewall_agent_fqdn_addresses`, 3.0))
+		for key := range got {
+			Expect(key).NotTo(ContainSubstring(`set="fqdn_`), "one series per selector would grow with the policies")
+		}
+		Expect(got).To(HaveKeyWithValue(`firewall_agent_ruleset_rules{chain="forward"}`, float64(len(rs.Chains[0].Rules))))
+	})
+
 	It("records nothing, without failing, when nil", func() {
 		var m *metrics.Metrics
 		m.ObserveApply(nil, nftables.Result{}, nil, time.Second)
 		m.ObserveSource(metrics.SourceShoot, nil)
+		m.ObserveDNSQuery("udp", "answered")
+		m.ObserveDNSUpstream(time.Second, nil)
+		m.ObserveFQDNUpdate(1, time.Second, nil)
+		m.ObserveFQDNBound("maxAddresses")
+		m.ObserveFQDNAllowed(1, 1)
 	})
 })

@@ -3,6 +3,7 @@ package nftables
 import (
 	"fmt"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/google/nftables"
@@ -34,9 +35,12 @@ type Result struct {
 }
 
 // Programmer applies rulesets to the kernel. Each Apply uses a fresh netlink
-// connection, so a batch abandoned half-built is simply never sent. It is not
-// safe for concurrent use.
+// connection, so a batch abandoned half-built is simply never sent. Apply and
+// the DNS proxy's UpdateFQDN may be called concurrently: they take turns, so
+// that no element the proxy adds is lost in a table replacement.
 type Programmer struct {
+	// mu serializes Apply, UpdateFQDN and ReadFQDNSets.
+	mu     sync.Mutex
 	nsPath string
 	// testDial, when set, replaces the kernel with a netlink recorder.
 	testDial nltest.Func
@@ -49,6 +53,12 @@ type Programmer struct {
 	// change at 20,000 items then costs a few milliseconds.
 	last    *ruleset.Ruleset
 	lastGen uint32
+
+	// fqdnSets are the FQDN sets the kernel holds as far as the programmer
+	// knows (applied, or read back): the only ones UpdateFQDN writes to.
+	fqdnSets map[string]bool
+	// fqdnConn is the lasting connection UpdateFQDN sends through.
+	fqdnConn *nftables.Conn
 }
 
 // NewProgrammer programs the network namespace at nsPath (e.g.
@@ -60,6 +70,8 @@ func NewProgrammer(nsPath string) *Programmer { return &Programmer{nsPath: nsPat
 // difference in set elements is sent. On error the kernel keeps the ruleset
 // it had; no other table is ever touched. rs must not be modified afterwards.
 func (p *Programmer) Apply(rs *ruleset.Ruleset) (Result, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
 	start := time.Now()
 	rs = sorted(rs)
 	conn, err := p.open()
@@ -89,6 +101,12 @@ func (p *Programmer) Apply(rs *ruleset.Ruleset) (Result, error) {
 	if err == nil {
 		if gen, genErr := p.generation(); genErr == nil {
 			p.last, p.lastGen = rs, gen
+		}
+		p.fqdnSets = map[string]bool{}
+		for _, s := range rs.Sets {
+			if s.Kind == ruleset.FQDNSet {
+				p.fqdnSets[s.Name] = true
+			}
 		}
 	}
 	res.Duration = time.Since(start)
@@ -123,7 +141,11 @@ func sorted(rs *ruleset.Ruleset) *ruleset.Ruleset {
 // kernel's state. The agent does this on its periodic resync: should another
 // process have changed the table between our commit and our reading of the
 // generation, that change is still found and repaired.
-func (p *Programmer) Forget() { p.last = nil }
+func (p *Programmer) Forget() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.last = nil
+}
 
 // cached returns the state of the last Apply if it is still what the kernel
 // holds and has the structure of rs, nil otherwise.
@@ -208,7 +230,7 @@ func (p *Programmer) read(table *nftables.Table, rs *ruleset.Ruleset) (*kernelSt
 	for _, want := range rs.Sets {
 		got, ok := state.sets[want.Name]
 		wantSet := kernelSet(table, want)
-		if !ok || got.Interval != wantSet.Interval || got.Concatenation != wantSet.Concatenation || got.IsMap != wantSet.IsMap {
+		if !ok || got.Interval != wantSet.Interval || got.Concatenation != wantSet.Concatenation || got.IsMap != wantSet.IsMap || got.HasTimeout != wantSet.HasTimeout {
 			return nil, nil
 		}
 		// google/nftables v0.3.0 lists a verdict map's key type as verdict.
@@ -256,6 +278,9 @@ func (p *Programmer) read(table *nftables.Table, rs *ruleset.Ruleset) (*kernelSt
 	}
 
 	for _, want := range rs.Sets {
+		if want.Kind == ruleset.FQDNSet {
+			continue // the proxy's, not compared
+		}
 		elems, err := p.conn.GetSetElements(state.sets[want.Name])
 		if err != nil {
 			return nil, fmt.Errorf("listing elements of set %s: %w", want.Name, err)
@@ -284,6 +309,9 @@ func sameChain(got, want *nftables.Chain) bool {
 func (p *Programmer) applyElements(rs *ruleset.Ruleset, current *kernelState) (Result, error) {
 	res := Result{Mode: Elements}
 	for _, want := range rs.Sets {
+		if want.Kind == ruleset.FQDNSet {
+			continue // the proxy's elements stay as they are
+		}
 		have, wantElems := current.elements[want.Name], want.Elements
 		if len(have) == len(wantElems) && (len(have) == 0 || &have[0] == &wantElems[0]) {
 			continue // the same slice: a set the builder did not touch
@@ -318,12 +346,18 @@ func (p *Programmer) applyElements(rs *ruleset.Ruleset, current *kernelState) (R
 // cannot fail on a missing table), delete, and create it anew. The new rules
 // start from the counters of the old rules with the same ID, so counters go
 // on across a replacement (less what the kernel counted in the moment
-// between reading them and the commit).
+// between reading them and the commit). The FQDN sets that stay keep their
+// elements, each with the time it had left: the DNS proxy, which could add
+// one in between, waits for the programmer.
 func (p *Programmer) applyFull(table *nftables.Table, rs *ruleset.Ruleset) (Result, error) {
 	c := p.conn
 	carried, err := ruleCounters(c, table.Name)
 	if err != nil {
 		carried = nil // counters start again from zero
+	}
+	fqdnElems, err := fqdnElements(c, table, rs)
+	if err != nil {
+		return Result{}, err
 	}
 	c.AddTable(table)
 	c.DelTable(table)
@@ -340,6 +374,9 @@ func (p *Programmer) applyFull(table *nftables.Table, rs *ruleset.Ruleset) (Resu
 			return Result{}, fmt.Errorf("set %s: %w", s.Name, err)
 		}
 		if err := addElements(c, ks, s.Kind, s.Elements); err != nil {
+			return Result{}, fmt.Errorf("set %s: %w", s.Name, err)
+		}
+		if err := addChunked(c, ks, fqdnElems[s.Name]); err != nil {
 			return Result{}, fmt.Errorf("set %s: %w", s.Name, err)
 		}
 		sets[s.Name] = ks
@@ -373,8 +410,13 @@ func kernelSet(table *nftables.Table, s *ruleset.Set) *nftables.Set {
 	if s.V6 {
 		addr = nftables.TypeIP6Addr
 	}
-	ks := &nftables.Set{Table: table, Name: s.Name, Interval: s.Kind != ruleset.AddrProtoPortExactSet, KeyType: addr}
+	ks := &nftables.Set{Table: table, Name: s.Name, Interval: s.Kind != ruleset.AddrProtoPortExactSet, KeyType: addr, Comment: s.Comment}
 	switch {
+	case s.Kind == ruleset.FQDNSet:
+		ks.Interval, ks.HasTimeout = false, true
+	case s.Kind == ruleset.ProtoPortSet:
+		ks.Concatenation = true
+		ks.KeyType = nftables.MustConcatSetType(nftables.TypeInetProto, nftables.TypeInetService)
 	case s.Kind == ruleset.DispatchMap:
 		ks.IsMap, ks.DataType = true, nftables.TypeVerdict
 	case s.Kind.Concat():

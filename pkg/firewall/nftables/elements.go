@@ -39,6 +39,9 @@ func encode(kind ruleset.SetKind, e ruleset.Element) []nftables.SetElement {
 	if kind == ruleset.AddrProtoPortExactSet {
 		return []nftables.SetElement{{Key: concatKey(e.Addr.From, e.Proto, e.PortFrom)}}
 	}
+	if kind == ruleset.ProtoPortSet {
+		return []nftables.SetElement{{Key: protoPortKey(e.Proto, e.PortFrom), KeyEnd: protoPortKey(e.Proto, e.PortTo)}}
+	}
 	if kind == ruleset.ServiceSet {
 		return []nftables.SetElement{{
 			Key:    append(concatKey(e.Addr.From, e.Proto, e.PortFrom), e.Src.From.AsSlice()...),
@@ -60,6 +63,13 @@ func concatKey(addr netip.Addr, proto uint8, port uint16) []byte {
 	return append(key, 0, 0)
 }
 
+// protoPortKey is proto . port, each field padded to 4 bytes.
+func protoPortKey(proto uint8, port uint16) []byte {
+	key := []byte{proto, 0, 0, 0}
+	key = binary.BigEndian.AppendUint16(key, port)
+	return append(key, 0, 0)
+}
+
 // decode turns the elements the kernel lists back into model elements.
 func decode(kind ruleset.SetKind, v6 bool, elems []nftables.SetElement) []ruleset.Element {
 	addrLen := 4
@@ -67,6 +77,15 @@ func decode(kind ruleset.SetKind, v6 bool, elems []nftables.SetElement) []rulese
 		addrLen = 16
 	}
 	var out []ruleset.Element
+	if kind == ruleset.ProtoPortSet {
+		for _, el := range elems {
+			if len(el.Key) < 8 || len(el.KeyEnd) < 8 {
+				continue
+			}
+			out = append(out, ruleset.Element{Proto: el.Key[0], PortFrom: binary.BigEndian.Uint16(el.Key[4:]), PortTo: binary.BigEndian.Uint16(el.KeyEnd[4:])})
+		}
+		return out
+	}
 	if kind == ruleset.ServiceSet {
 		for _, el := range elems {
 			n := 2*addrLen + 8

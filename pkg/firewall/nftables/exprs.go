@@ -21,6 +21,10 @@ const (
 	reg32Base = 8
 )
 
+// ipsDstNAT is the conntrack status bit of a translated destination
+// (IPS_DST_NAT), which a redirect sets.
+const ipsDstNAT = 1 << 5
+
 // exprs translates a model rule into kernel expressions, in the order of the
 // fields of ruleset.Rule, which is also the order Render prints them.
 func exprs(r *ruleset.Rule, sets map[string]*nftables.Set) ([]expr.Any, error) {
@@ -52,6 +56,23 @@ func exprs(r *ruleset.Rule, sets map[string]*nftables.Set) ([]expr.Any, error) {
 				Mask: binaryutil.NativeEndian.PutUint32(expr.CtStateBitESTABLISHED | expr.CtStateBitRELATED),
 				Xor:  binaryutil.NativeEndian.PutUint32(0)},
 			&expr.Cmp{Op: expr.CmpOpNeq, Register: reg1, Data: binaryutil.NativeEndian.PutUint32(0)},
+		)
+	}
+	if r.L4Proto != 0 {
+		out = append(out, &expr.Meta{Key: expr.MetaKeyL4PROTO, Register: reg1}, &expr.Cmp{Op: expr.CmpOpEq, Register: reg1, Data: []byte{r.L4Proto}})
+	}
+	if r.DPort != 0 {
+		out = append(out,
+			&expr.Payload{DestRegister: reg1, Base: expr.PayloadBaseTransportHeader, Offset: 2, Len: 2},
+			&expr.Cmp{Op: expr.CmpOpEq, Register: reg1, Data: binaryutil.BigEndian.PutUint16(r.DPort)},
+		)
+	}
+	if r.CtNotDNAT {
+		out = append(out,
+			&expr.Ct{Register: reg1, Key: expr.CtKeySTATUS},
+			&expr.Bitwise{SourceRegister: reg1, DestRegister: reg1, Len: 4,
+				Mask: binaryutil.NativeEndian.PutUint32(ipsDstNAT), Xor: binaryutil.NativeEndian.PutUint32(0)},
+			&expr.Cmp{Op: expr.CmpOpEq, Register: reg1, Data: binaryutil.NativeEndian.PutUint32(0)},
 		)
 	}
 	lookup := func(name string) (*expr.Lookup, error) {
@@ -87,6 +108,18 @@ func exprs(r *ruleset.Rule, sets map[string]*nftables.Set) ([]expr.Any, error) {
 			addrPayload(v6, r.ConcatSaddr, reg1),
 			&expr.Meta{Key: expr.MetaKeyL4PROTO, Register: next},
 			&expr.Payload{DestRegister: next + 1, Base: expr.PayloadBaseTransportHeader, Offset: 2, Len: 2},
+			l,
+		)
+	}
+	if r.PortSet != "" {
+		l, err := lookup(r.PortSet)
+		if err != nil {
+			return nil, err
+		}
+		// l4proto . dport in the first two 32-bit registers.
+		out = append(out,
+			&expr.Meta{Key: expr.MetaKeyL4PROTO, Register: reg32Base},
+			&expr.Payload{DestRegister: reg32Base + 1, Base: expr.PayloadBaseTransportHeader, Offset: 2, Len: 2},
 			l,
 		)
 	}
@@ -135,6 +168,13 @@ func exprs(r *ruleset.Rule, sets map[string]*nftables.Set) ([]expr.Any, error) {
 		out = append(out, &expr.Verdict{Kind: expr.VerdictDrop})
 	case ruleset.Masquerade:
 		out = append(out, &expr.Masq{})
+	case ruleset.Jump:
+		out = append(out, &expr.Verdict{Kind: expr.VerdictJump, Chain: r.JumpTo})
+	case ruleset.Redirect:
+		out = append(out,
+			&expr.Immediate{Register: reg1, Data: binaryutil.BigEndian.PutUint16(r.RedirectPort)},
+			&expr.Redir{RegisterProtoMin: reg1, Flags: unix.NF_NAT_RANGE_PROTO_SPECIFIED},
+		)
 	case ruleset.SNAT:
 		addr, err := netip.ParseAddr(r.SNATTo)
 		if err != nil {

@@ -53,6 +53,10 @@ func (b *Builder) Build(fw *fwv1alpha1.FirewallTrafficSpec, policies []*fwv1alph
 			views[ingressDir] = append(views[ingressDir], ruleView{spec.Ingress[i].From, spec.Ingress[i].Ports})
 		}
 	}
+	fqdnSets, fqdnChains, jumps, err := fqdnParts(policies)
+	if err != nil {
+		return nil, err
+	}
 	// Plan both directions first: a rule that does not parse fails the
 	// Build before anything changed.
 	var plans [2]dirPlan
@@ -80,6 +84,10 @@ func (b *Builder) Build(fw *fwv1alpha1.FirewallTrafficSpec, policies []*fwv1alph
 		rs.Sets = append(rs.Sets, &Set{Name: SetName(SetIngressAny, v6), V6: v6, Kind: AddrSet, Elements: in.anyOut})
 		rs.Sets = append(rs.Sets, b.reuse(serviceSet(v6, services)))
 	}
+	for _, s := range fqdnSets {
+		b.reuse(s)
+	}
+	withFQDN(rs, fqdnSets, fqdnChains, jumps)
 	b.last = rs
 	return rs, nil
 }

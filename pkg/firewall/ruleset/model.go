@@ -42,6 +42,14 @@ const (
 	// type ipvN_addr : verdict; flags interval. Its elements are disjoint
 	// and cover the family's addresses.
 	DispatchMap
+	// FQDNSet holds the addresses the DNS proxy allowed for one FQDN
+	// selector: type ipvN_addr; flags timeout. Its elements are not part of
+	// the model: the proxy adds them with a timeout each, and the programmer
+	// keeps them across table replacements and never removes them.
+	FQDNSet
+	// ProtoPortSet holds protocol . port range elements (Addr unused):
+	// type inet_proto . inet_service; flags interval; of no family.
+	ProtoPortSet
 )
 
 // Concat tells whether the set's elements are address . proto . port.
@@ -52,6 +60,9 @@ type Set struct {
 	Name string
 	V6   bool
 	Kind SetKind
+	// Comment is kept with the set in the kernel: an FQDNSet's selector
+	// (fqdn.Selector.Key), which the agent reads back after a restart.
+	Comment string
 	// Elements are disjoint and sorted by CompareElements.
 	Elements []Element
 }
@@ -122,6 +133,13 @@ type Rule struct {
 	LimitOverMiBps uint32
 	// CtEstablishedRelated matches ct state established,related.
 	CtEstablishedRelated bool
+	// L4Proto, if set, matches the layer 4 protocol and DPort, if set, the
+	// destination port.
+	L4Proto uint8
+	DPort   uint16
+	// CtNotDNAT matches connections whose destination was not translated:
+	// packets that reached the firewall's own port without a redirect.
+	CtNotDNAT bool
 	// SaddrSet and DaddrSet match the source and destination address against
 	// an AddrSet.
 	SaddrSet, DaddrSet string
@@ -130,6 +148,8 @@ type Rule struct {
 	// destination.
 	ConcatSet   string
 	ConcatSaddr bool
+	// PortSet matches l4proto . destination port against a ProtoPortSet.
+	PortSet string
 	// ServiceSet matches destination address . l4proto . destination port .
 	// source address against a ServiceSet.
 	ServiceSet string
@@ -147,6 +167,10 @@ type Rule struct {
 	Verdict           Verdict
 	// SNATTo is the address to source-NAT to (Verdict NAT); Masquerade when empty.
 	SNATTo string
+	// JumpTo is the chain of Verdict Jump.
+	JumpTo string
+	// RedirectPort is the local port of Verdict Redirect.
+	RedirectPort uint16
 }
 
 // Verdict of a rule.
@@ -161,6 +185,12 @@ const (
 	SNAT
 	// Masquerade source-NATs to the outgoing interface's address.
 	Masquerade
+	// Jump goes to the regular chain Rule.JumpTo and comes back when that
+	// chain does not decide.
+	Jump
+	// Redirect sends the packet to the firewall itself, port
+	// Rule.RedirectPort.
+	Redirect
 )
 
 // Set returns the set with the given name, nil if there is none.

@@ -45,6 +45,10 @@ func renderSet(b *strings.Builder, s *Set) {
 	}
 	flags := "\t\tflags interval\n"
 	switch {
+	case s.Kind == FQDNSet:
+		flags = "\t\tflags timeout\n"
+	case s.Kind == ProtoPortSet:
+		addrType = "inet_proto . inet_service"
 	case s.Kind.Concat():
 		addrType += " . inet_proto . inet_service"
 	case s.Kind == ServiceSet:
@@ -58,6 +62,9 @@ func renderSet(b *strings.Builder, s *Set) {
 		keyword, addrType = "map", addrType+" : verdict"
 	}
 	fmt.Fprintf(b, "\t%s %s {\n\t\ttype %s\n%s", keyword, s.Name, addrType, flags)
+	if s.Comment != "" {
+		fmt.Fprintf(b, "\t\tcomment %q\n", s.Comment)
+	}
 	if len(s.Elements) > 0 {
 		b.WriteString("\t\telements = { ")
 		for i, e := range s.Elements {
@@ -83,15 +90,22 @@ func ElementText(kind SetKind, e Element) string {
 	if e.PortTo != e.PortFrom {
 		ports = fmt.Sprintf("%d-%d", e.PortFrom, e.PortTo)
 	}
-	proto, ok := protocolNames[e.Proto]
-	if !ok {
-		proto = fmt.Sprint(e.Proto)
+	proto := protocolName(e.Proto)
+	if kind == ProtoPortSet {
+		return proto + " . " + ports
 	}
 	text := e.Addr.String() + " . " + proto + " . " + ports
 	if kind == ServiceSet {
 		text += " . " + e.Src.String()
 	}
 	return text
+}
+
+func protocolName(p uint8) string {
+	if name, ok := protocolNames[p]; ok {
+		return name
+	}
+	return fmt.Sprint(p)
 }
 
 // RuleText prints a rule in nft syntax without its comment.
@@ -113,6 +127,15 @@ func RuleText(r *Rule) string {
 	if r.CtEstablishedRelated {
 		parts = append(parts, "ct state established,related")
 	}
+	if r.L4Proto != 0 {
+		parts = append(parts, "meta l4proto "+protocolName(r.L4Proto))
+	}
+	if r.DPort != 0 {
+		parts = append(parts, fmt.Sprintf("th dport %d", r.DPort))
+	}
+	if r.CtNotDNAT {
+		parts = append(parts, "ct status & dnat == 0")
+	}
 	if r.SaddrSet != "" {
 		parts = append(parts, fmt.Sprintf("%s saddr @%s", ip, r.SaddrSet))
 	}
@@ -125,6 +148,9 @@ func RuleText(r *Rule) string {
 			addr = "saddr"
 		}
 		parts = append(parts, fmt.Sprintf("%s %s . meta l4proto . th dport @%s", ip, addr, r.ConcatSet))
+	}
+	if r.PortSet != "" {
+		parts = append(parts, "meta l4proto . th dport @"+r.PortSet)
 	}
 	if r.ServiceSet != "" {
 		parts = append(parts, fmt.Sprintf("%s daddr . meta l4proto . th dport . %s saddr @%s", ip, ip, r.ServiceSet))
@@ -154,6 +180,10 @@ func RuleText(r *Rule) string {
 		parts = append(parts, fmt.Sprintf("snat %s to %s", ip, r.SNATTo))
 	case Masquerade:
 		parts = append(parts, "masquerade")
+	case Jump:
+		parts = append(parts, "jump "+r.JumpTo)
+	case Redirect:
+		parts = append(parts, fmt.Sprintf("redirect to :%d", r.RedirectPort))
 	}
 	return strings.Join(parts, " ")
 }

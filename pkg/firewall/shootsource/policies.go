@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"k8s.io/apimachinery/pkg/api/equality"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	fwv1alpha1 "github.com/metal-firewall/gardener-extension-firewall/pkg/apis/firewall/v1alpha1"
@@ -29,7 +30,7 @@ func (s *Source) Policies(ctx context.Context) ([]fwv1alpha1.ClusterwideNetworkP
 // ReportPolicy writes a policy's status when it differs from what is there,
 // so that an unchanged policy costs no write.
 func (s *Source) ReportPolicy(ctx context.Context, p *fwv1alpha1.ClusterwideNetworkPolicy, status fwv1alpha1.PolicyStatus) error {
-	if p.Status == status {
+	if equality.Semantic.DeepEqual(p.Status, status) {
 		return nil
 	}
 	c, err := s.connect()

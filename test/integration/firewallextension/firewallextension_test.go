@@ -25,12 +25,14 @@ import (
 	firewallv1alpha1 "github.com/metal-firewall/gardener-extension-firewall/pkg/apis/firewall/v1alpha1"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/constants"
 	firewallcontroller "github.com/metal-firewall/gardener-extension-firewall/pkg/controller/firewall"
+	"github.com/metal-firewall/gardener-extension-firewall/pkg/firewall/config"
 	"github.com/metal-firewall/gardener-extension-firewall/test/framework"
 	"github.com/metal-firewall/gardener-extension-firewall/test/testenv"
 )
 
 const providerConfig = `{"size":"c1-xlarge-x86","image":"firewall-ubuntu-3.0","partition":"local","project":"p1",
-"networks":["internet","tenant"],"internalPrefixes":["10.250.0.0/16"],"rateLimits":[{"interface":"ext0","rate":100}]}`
+"networks":["internet","tenant"],"internalPrefixes":["10.250.0.0/16"],"rateLimits":[{"interface":"ext0","rate":100}],
+"dns":{"upstreams":["10.250.0.53"]}}`
 
 // createShoot creates what gardenlet has for a shoot in a seed: namespace,
 // Cluster and the `gardener` kubeconfig Secret.
@@ -183,6 +185,12 @@ var _ = Describe("Extension firewall", func() {
 		}).WithTimeout(time.Minute).Should(Equal(gardencorev1beta1.ConditionTrue), "the health check reports the Ready firewall")
 		fwA := firewalls(ctx, seedA, namespace)[0]
 		machineID := fwA.Status.MachineStatus.MachineID
+		By("the agent's config on the machine turns on the DNS proxy of the providerConfig")
+		Expect(fwA.Spec.UserdataContents).To(HaveLen(1))
+		agentCfg, err := config.Parse([]byte(fwA.Spec.UserdataContents[0].Content))
+		Expect(err).NotTo(HaveOccurred())
+		Expect(agentCfg.DNS).NotTo(BeNil())
+		Expect(agentCfg.DNS.Upstreams).To(Equal([]string{"10.250.0.53"}))
 		Expect(provider.Created - createdBefore).To(Equal(1))
 		access := &corev1.Secret{}
 		Expect(seedA.client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: "shoot-access-firewall-agent"}, access)).To(Succeed(),

@@ -27,6 +27,8 @@ type Config struct {
 	// SNAT rules and rate limits may name a network (as a Firewall from the
 	// seed does) instead of an interface.
 	Networks []Network `json:"networks,omitempty"`
+	// DNS turns on the DNS proxy that enforces the policies' toFQDNs.
+	DNS *DNS `json:"dns,omitempty"`
 }
 
 // Network is one metal network the machine is attached to.

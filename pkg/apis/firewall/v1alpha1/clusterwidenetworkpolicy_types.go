@@ -45,8 +45,10 @@ type EgressRule struct {
 	// To are the destinations.
 	// +optional
 	To []IPBlock `json:"to,omitempty"`
-	// ToFQDNs is reserved for DNS-based rules; it is not enforced yet and
-	// rejected when set.
+	// ToFQDNs are destinations by DNS name: the addresses the firewall's DNS
+	// proxy saw in the answers for a matching name, for as long as the
+	// answer's TTL (with the agent's floor and grace period). A rule may have
+	// both To and ToFQDNs: it allows either.
 	// +optional
 	ToFQDNs []FQDNSelector `json:"toFQDNs,omitempty"`
 	// Ports are the allowed destination ports; none means every port.
@@ -86,12 +88,18 @@ type PolicyPort struct {
 	EndPort *int32 `json:"endPort,omitempty"`
 }
 
-// FQDNSelector selects destinations by DNS name (reserved).
+// FQDNSelector selects destinations by DNS name, with the field names and
+// the meaning of metal-stack's firewall-controller. Exactly one of MatchName
+// and MatchPattern is set. Both compare without regard to case, with or
+// without a trailing dot.
 type FQDNSelector struct {
-	// MatchName is an exact DNS name.
+	// MatchName is an exact DNS name, e.g. api.github.com.
 	// +optional
 	MatchName string `json:"matchName,omitempty"`
-	// MatchPattern is a DNS name with * wildcards.
+	// MatchPattern is a DNS name in which each * matches any run of
+	// letters, digits, '-', '_' and '.' (so it may span labels, as in the
+	// firewall-controller), e.g. *.s3.example.com. A lone * matches every
+	// name.
 	// +optional
 	MatchPattern string `json:"matchPattern,omitempty"`
 }
@@ -118,6 +126,40 @@ type PolicyStatus struct {
 	// ObservedGeneration is the generation the state refers to.
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+	// FQDNs are the policy's FQDN selectors (the first 64) with the
+	// addresses the firewall allows for them now, or why it does not.
+	// +optional
+	FQDNs []FQDNSelectorStatus `json:"fqdns,omitempty"`
+}
+
+// Bounds of a policy's FQDN status, which keep it a few KB.
+const (
+	// MaxStatusFQDNs is the most selectors a policy's status lists.
+	MaxStatusFQDNs = 64
+	// MaxStatusAddresses is the most addresses listed per selector.
+	MaxStatusAddresses = 16
+)
+
+// FQDNSelectorStatus is what the firewall enforces for one FQDN selector.
+type FQDNSelectorStatus struct {
+	// MatchName is the selector's matchName.
+	// +optional
+	MatchName string `json:"matchName,omitempty"`
+	// MatchPattern is the selector's matchPattern.
+	// +optional
+	MatchPattern string `json:"matchPattern,omitempty"`
+	// Enforced tells whether the DNS proxy opens the addresses of the
+	// answers that match the selector.
+	Enforced bool `json:"enforced"`
+	// Addresses are addresses allowed now (the first 16, sorted).
+	// +optional
+	Addresses []string `json:"addresses,omitempty"`
+	// AddressCount is how many addresses are allowed now, listed or not.
+	// +optional
+	AddressCount int32 `json:"addressCount,omitempty"`
+	// Message says why the selector is not enforced, or which bound it hit.
+	// +optional
+	Message string `json:"message,omitempty"`
 }
 
 // ClusterwideNetworkPolicyList is a list of ClusterwideNetworkPolicies.

@@ -48,4 +48,9 @@ type FirewallExtensionConfig struct {
 	// --health-timeout when unset.
 	// +optional
 	HealthTimeout *metav1.Duration `json:"healthTimeout,omitempty"`
+	// DNS turns on the agent's DNS proxy, which enforces the policies'
+	// toFQDNs: without it they allow nothing. It goes into the agent's
+	// config, so a change rolls the firewall.
+	// +optional
+	DNS *DNSProxy `json:"dns,omitempty"`
 }

@@ -57,6 +57,7 @@ func ValidateFirewallExtensionConfig(cfg *firewallv1alpha1.FirewallExtensionConf
 	// A shoot owner's timeout below a minute would replace firewalls that are still booting.
 	allErrs = append(allErrs, validateTimeouts(firewallv1alpha1.FirewallTimeouts{CreateTimeout: cfg.CreateTimeout, HealthTimeout: cfg.HealthTimeout},
 		MinShootTimeout, fldPath)...)
+	allErrs = append(allErrs, ValidateDNSProxy(cfg.DNS, fldPath.Child("dns"))...)
 	return allErrs
 }
 

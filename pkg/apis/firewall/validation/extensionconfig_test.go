@@ -30,6 +30,14 @@ var _ = Describe("DecodeFirewallExtensionConfig", func() {
 		Expect(err).NotTo(HaveOccurred(), "MaxInternalPrefixes are accepted")
 	})
 
+	It("accepts the DNS proxy's settings", func() {
+		cfg, err := DecodeFirewallExtensionConfig([]byte(config(`,"dns":{"upstreams":["10.0.0.53","2001:db8::53"],"minTTL":"30s","grace":"2m","maxSelectors":500}`)))
+		Expect(err).NotTo(HaveOccurred())
+		Expect(cfg.DNS.Upstreams).To(Equal([]string{"10.0.0.53", "2001:db8::53"}))
+		Expect(cfg.DNS.SelectorLimit()).To(Equal(500))
+		Expect(cfg.DNS.AddressesPerName()).To(Equal(64), "the default")
+	})
+
 	DescribeTable("refuses, naming the field and the value",
 		func(raw string, want ...string) {
 			_, err := DecodeFirewallExtensionConfig([]byte(raw))
@@ -78,6 +86,11 @@ var _ = Describe("DecodeFirewallExtensionConfig", func() {
 		Entry("a timeout that is no duration", config(`,"createTimeout":"ten minutes"`),
 			`providerConfig.createTimeout: Invalid value: "ten minutes": must be a duration such as 20m or 1h30m`),
 		Entry("a timeout as a number", config(`,"healthTimeout":600`), `providerConfig.healthTimeout: Invalid value: "600": must be a duration`),
+		Entry("a DNS proxy without resolvers", config(`,"dns":{}`), `providerConfig.dns.upstreams: Required value`),
+		Entry("a resolver by name", config(`,"dns":{"upstreams":["dns.example.com"]}`),
+			`providerConfig.dns.upstreams[0]: Invalid value: "dns.example.com": must be an IPv4 or IPv6 address`),
+		Entry("a grace of a week", config(`,"dns":{"upstreams":["10.0.0.53"],"grace":"168h"}`), `providerConfig.dns.grace: Invalid value: "168h0m0s": must be between 0s and 24h`),
+		Entry("an unknown DNS field", config(`,"dns":{"upstreams":["10.0.0.53"],"upstream":"10.0.0.54"}`), `unknown field "dns.upstream"`),
 	)
 
 	It("accepts the shoot's create and health timeouts", func() {

@@ -48,6 +48,8 @@ const (
 	MaxPolicyPeers = 65536
 	// MaxPolicyExcepts is the most `except` networks of one block.
 	MaxPolicyExcepts = 1024
+	// MaxPolicyFQDNs is the most `toFQDNs` selectors of one rule.
+	MaxPolicyFQDNs = 1024
 	// MaxPolicyPorts is the most ports of one rule.
 	MaxPolicyPorts = 1024
 	// MaxPolicyDescriptionLength is the longest policy description.

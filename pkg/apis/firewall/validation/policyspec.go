@@ -33,9 +33,7 @@ func validatePolicySpec(spec *fwv1alpha1.PolicySpec, fldPath *field.Path) field.
 		for i, rule := range spec.Egress {
 			rulePath := p.Index(i)
 			allErrs = append(allErrs, validatePeers(rule.To, rulePath.Child("to"))...)
-			if len(rule.ToFQDNs) > 0 {
-				allErrs = append(allErrs, field.Forbidden(rulePath.Child("toFQDNs"), "DNS-based rules are not enforced yet"))
-			}
+			allErrs = append(allErrs, validateFQDNs(rule.ToFQDNs, rulePath.Child("toFQDNs"))...)
 			if len(rule.To) == 0 && len(rule.ToFQDNs) == 0 {
 				allErrs = append(allErrs, field.Required(rulePath.Child("to"), "an egress rule needs at least one destination"))
 			}

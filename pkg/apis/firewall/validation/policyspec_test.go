@@ -47,6 +47,45 @@ var _ = Describe("ValidatePolicySpec", func() {
 		Expect(errs).To(HaveLen(6))
 	})
 
+	It("accepts toFQDNs by name and by pattern, alone or beside to", func() {
+		spec := &fwv1alpha1.PolicySpec{Egress: []fwv1alpha1.EgressRule{
+			{ToFQDNs: []fwv1alpha1.FQDNSelector{{MatchName: "api.github.com"}, {MatchName: "Example.ORG."}, {MatchName: "_dmarc.example.com"}}},
+			{ToFQDNs: []fwv1alpha1.FQDNSelector{{MatchPattern: "*.s3.example.com"}, {MatchPattern: "*"}, {MatchPattern: "ww*.example.*."}},
+				To: []fwv1alpha1.IPBlock{{CIDR: "192.0.2.0/24"}}, Ports: []fwv1alpha1.PolicyPort{{Port: ptr.To(int32(443))}}},
+			{ToFQDNs: []fwv1alpha1.FQDNSelector{{MatchName: strings.Repeat("a", 63) + "." + strings.Repeat("b", 63) + "." + strings.Repeat("c", 63) + "." + strings.Repeat("d", 61)}}},
+		}}
+		Expect(ValidatePolicySpec(spec, path)).To(BeEmpty())
+	})
+
+	DescribeTable("refuses an invalid FQDN selector, naming its field and value",
+		func(sel fwv1alpha1.FQDNSelector, want string) {
+			spec := &fwv1alpha1.PolicySpec{Egress: []fwv1alpha1.EgressRule{{ToFQDNs: []fwv1alpha1.FQDNSelector{{MatchName: "ok.example.com"}, sel}}}}
+			errs := ValidatePolicySpec(spec, path)
+			Expect(errs).To(HaveLen(1))
+			Expect(errs[0].Error()).To(Equal(want))
+		},
+		Entry("neither field", fwv1alpha1.FQDNSelector{},
+			"spec.egress[0].toFQDNs[1]: Required value: matchName or matchPattern is required"),
+		Entry("both fields", fwv1alpha1.FQDNSelector{MatchName: "a.example.com", MatchPattern: "*.example.com"},
+			`spec.egress[0].toFQDNs[1].matchPattern: Invalid value: "*.example.com": set either matchName or matchPattern, not both`),
+		Entry("a wildcard in a name", fwv1alpha1.FQDNSelector{MatchName: "*.example.com"},
+			`spec.egress[0].toFQDNs[1].matchName: Invalid value: "*.example.com": a label may only contain letters, digits, '-' and '_'`),
+		Entry("a blank", fwv1alpha1.FQDNSelector{MatchPattern: "* .example.com"},
+			`spec.egress[0].toFQDNs[1].matchPattern: Invalid value: "* .example.com": a label may only contain letters, digits, '-', '_' and '*'`),
+		Entry("a regular expression", fwv1alpha1.FQDNSelector{MatchPattern: "^.*\\.example\\.com$"},
+			`spec.egress[0].toFQDNs[1].matchPattern: Invalid value: "^.*\\.example\\.com$": a label may only contain letters, digits, '-', '_' and '*'`),
+		Entry("an empty label", fwv1alpha1.FQDNSelector{MatchName: "a..example.com"},
+			`spec.egress[0].toFQDNs[1].matchName: Invalid value: "a..example.com": must be labels separated by single dots, with at most one dot at the end`),
+		Entry("a leading dot", fwv1alpha1.FQDNSelector{MatchName: ".example.com"},
+			`spec.egress[0].toFQDNs[1].matchName: Invalid value: ".example.com": must be labels separated by single dots, with at most one dot at the end`),
+		Entry("the root", fwv1alpha1.FQDNSelector{MatchName: "."},
+			`spec.egress[0].toFQDNs[1].matchName: Invalid value: ".": must be labels separated by single dots, with at most one dot at the end`),
+		Entry("a long label", fwv1alpha1.FQDNSelector{MatchName: strings.Repeat("a", 64) + ".com"},
+			`spec.egress[0].toFQDNs[1].matchName: Invalid value: "`+strings.Repeat("a", 64)+`... (68 bytes)": a label may not be longer than 63 characters`),
+		Entry("a long name", fwv1alpha1.FQDNSelector{MatchName: strings.Repeat("a.", 127) + "a"},
+			`spec.egress[0].toFQDNs[1].matchName: Invalid value: "`+strings.Repeat("a.", 32)+`... (255 bytes)": may not be more than 253 bytes`),
+	)
+
 	DescribeTable("bounds every list and string",
 		func(spec *fwv1alpha1.PolicySpec, want string) {
 			errs := ValidatePolicySpec(spec, path)
@@ -61,6 +100,8 @@ var _ = Describe("ValidatePolicySpec", func() {
 			"spec.ingress[0].from: Too many: 65537: must have at most 65536 items"),
 		Entry("excepts of a block", &fwv1alpha1.PolicySpec{Ingress: []fwv1alpha1.IngressRule{{From: []fwv1alpha1.IPBlock{{CIDR: "10.0.0.0/8", Except: make([]string, MaxPolicyExcepts+1)}}}}},
 			"spec.ingress[0].from[0].except: Too many: 1025: must have at most 1024 items"),
+		Entry("FQDN selectors of a rule", &fwv1alpha1.PolicySpec{Egress: []fwv1alpha1.EgressRule{{ToFQDNs: make([]fwv1alpha1.FQDNSelector, MaxPolicyFQDNs+1)}}},
+			"spec.egress[0].toFQDNs: Too many: 1025: must have at most 1024 items"),
 		Entry("ports of a rule", &fwv1alpha1.PolicySpec{Ingress: []fwv1alpha1.IngressRule{{From: []fwv1alpha1.IPBlock{{CIDR: "10.0.0.0/8"}}, Ports: make([]fwv1alpha1.PolicyPort, MaxPolicyPorts+1)}}},
 			"spec.ingress[0].ports: Too many: 1025: must have at most 1024 items"),
 		Entry("the description", &fwv1alpha1.PolicySpec{Description: strings.Repeat("d", MaxPolicyDescriptionLength+1)},
