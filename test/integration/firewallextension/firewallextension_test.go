@@ -161,6 +161,20 @@ var _ = Describe("Extension firewall", func() {
 		}).WithTimeout(time.Minute).Should(ContainSubstring(`unknown field "colour"`))
 	})
 
+	It("stores what the providerConfig validation accepts: an egress rule without ips masquerades", func(ctx SpecContext) {
+		namespace := "shoot--p--masquerade"
+		Expect(seedA.client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}})).To(Succeed())
+		d := &firewallv1alpha1.FirewallDeployment{ObjectMeta: metav1.ObjectMeta{Name: "firewall", Namespace: namespace}}
+		d.Spec.Selector = map[string]string{"app": "firewall"}
+		d.Spec.Template.Metadata.Labels = map[string]string{"app": "firewall"}
+		d.Spec.Replicas = 1
+		d.Spec.Template.Spec.Size, d.Spec.Template.Spec.Image, d.Spec.Template.Spec.Partition, d.Spec.Template.Spec.Project = "s", "i", "p", "p"
+		d.Spec.Template.Spec.Networks = []string{"internet"}
+		d.Spec.Template.Spec.EgressRules = []firewallv1alpha1.EgressRuleSNAT{{Interface: "vrf104009"}}
+		Expect(seedA.client.Create(ctx, d)).To(Succeed(), "the seed's CRD refuses an egress rule the garden admission accepts")
+		Expect(seedA.client.Delete(ctx, d)).To(Succeed())
+	})
+
 	It("creates the firewall, migrates it to another seed without a second machine, and deletes it", func(ctx SpecContext) {
 		namespace := "shoot--p--migrate"
 		createdBefore := provider.Created

@@ -26,8 +26,10 @@ type EgressRuleSNAT struct {
 	// Interface is the interface the traffic leaves through.
 	// +optional
 	Interface string `json:"interface,omitempty"`
-	// IPs are the source addresses to translate to.
-	IPs []string `json:"ips"`
+	// IPs are the source addresses to translate to; none masquerades to
+	// the interface's own address (what the providerConfig accepts too).
+	// +optional
+	IPs []string `json:"ips,omitempty"`
 }
 
 // RateLimit limits the bandwidth arriving on one network.
