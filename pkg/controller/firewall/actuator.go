@@ -131,7 +131,7 @@ func (a *actuator) Reconcile(ctx context.Context, log logr.Logger, ex *extension
 			return fmt.Errorf("clearing the migration state: %w", err)
 		}
 	}
-	return a.waitUntilForwarding(ctx, log, ex)
+	return a.waitUntilForwarding(ctx, log, ex, d.Generation)
 }
 
 // Delete removes the firewalls (their machines first, through the manager's

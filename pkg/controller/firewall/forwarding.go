@@ -36,6 +36,11 @@ func forwarding(d *firewallv1alpha1.FirewallDeployment, sets []firewallv1alpha1.
 	if set.Status.ObservedGeneration != set.Generation {
 		return false, fmt.Sprintf("FirewallSet %s: generation %d not yet observed by the firewall manager", set.Name, set.Generation)
 	}
+	// The set is read from another cache than the deployment: it may not carry the
+	// deployment's rules yet, and its firewalls then match its old ones.
+	if !equality.Semantic.DeepEqual(set.Spec.Template.Spec.FirewallTrafficSpec, d.Spec.Template.Spec.FirewallTrafficSpec) {
+		return false, fmt.Sprintf("FirewallSet %s: the deployment's current rules not yet passed to it", set.Name)
+	}
 	want := int(d.Spec.Replicas)
 	var ok int
 	var reasons []string

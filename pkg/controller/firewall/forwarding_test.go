@@ -42,8 +42,9 @@ var _ = Describe("forwarding", func() {
 	BeforeEach(func() {
 		d = &firewallv1alpha1.FirewallDeployment{
 			ObjectMeta: metav1.ObjectMeta{Name: "firewall", Namespace: ns, Generation: 3},
-			Spec:       firewallv1alpha1.FirewallDeploymentSpec{Replicas: 1, Selector: map[string]string{"firewall.metal-firewall.io/deployment": "firewall"}},
-			Status:     firewallv1alpha1.FirewallDeploymentStatus{ObservedGeneration: 3, ObservedRevision: 2},
+			Spec: firewallv1alpha1.FirewallDeploymentSpec{Replicas: 1, Selector: map[string]string{"firewall.metal-firewall.io/deployment": "firewall"},
+				Template: firewallv1alpha1.FirewallTemplateSpec{Spec: firewallv1alpha1.FirewallSpec{FirewallTrafficSpec: traffic}}},
+			Status: firewallv1alpha1.FirewallDeploymentStatus{ObservedGeneration: 3, ObservedRevision: 2},
 		}
 		set = firewallv1alpha1.FirewallSet{
 			ObjectMeta: metav1.ObjectMeta{Name: "firewall-abc", Namespace: ns, Generation: 4, Labels: setLabels,
@@ -89,8 +90,12 @@ var _ = Describe("forwarding", func() {
 			fw.Status.AgentStatus.Message = "the kernel refused the batch"
 		}, "rules of generation 3 not applied (agent has 2 in force): the kernel refused the batch"),
 		Entry("no agent status", func() { fw.Status.AgentStatus = nil }, "no agent status"),
-		Entry("the set's rules not yet on the Firewall", func() { sets[0].Spec.Template.Spec.InternalPrefixes = []string{"10.1.0.0/16"} },
-			"the set's current rules not yet passed to the Firewall"),
+		Entry("the deployment's rules not yet on the set (its cache lags the deployment's)", func() { d.Spec.Template.Spec.InternalPrefixes = []string{"10.1.0.0/16"} },
+			"FirewallSet firewall-abc: the deployment's current rules not yet passed to it"),
+		Entry("the set's rules not yet on the Firewall", func() {
+			d.Spec.Template.Spec.InternalPrefixes = []string{"10.1.0.0/16"}
+			sets[0].Spec.Template.Spec.InternalPrefixes = []string{"10.1.0.0/16"}
+		}, "the set's current rules not yet passed to the Firewall"),
 		Entry("the set replacing it says so", func() {
 			fw.Status.Conditions = nil
 			sets[0].Status.Conditions = []metav1.Condition{{Type: firewallv1alpha1.ConditionHealthy, Status: metav1.ConditionFalse, Reason: "ReplacementLimitReached", Message: "gave up after 3 replacements"}}

@@ -39,7 +39,7 @@ var errInterrupted = errors.New("interrupted")
 // Processing Extension, but gives up on one that reports an error). While it
 // waits, the last operation's description says what is missing. After the
 // ready timeout it returns an error that says so.
-func (a *actuator) waitUntilForwarding(ctx context.Context, log logr.Logger, ex *extensionsv1alpha1.Extension) error {
+func (a *actuator) waitUntilForwarding(ctx context.Context, log logr.Logger, ex *extensionsv1alpha1.Extension, written int64) error {
 	// A shoot going into or staying in hibernation has no nodes that need the
 	// firewall, and its kube-apiserver (which the agent reads) goes away; on
 	// waking up, hibernation is off again before gardenlet reconciles this.
@@ -56,7 +56,7 @@ func (a *actuator) waitUntilForwarding(ctx context.Context, log logr.Logger, ex 
 		if err := a.interrupted(ctx, ex); err != nil {
 			return retryutils.SevereError(err)
 		}
-		ok, why, err := a.forwarding(ctx, ex.Namespace)
+		ok, why, err := a.forwarding(ctx, ex.Namespace, written)
 		if err != nil {
 			return retryutils.MinorError(err)
 		}
@@ -101,10 +101,15 @@ func (a *actuator) interrupted(ctx context.Context, ex *extensionsv1alpha1.Exten
 }
 
 // forwarding reads the namespace's deployment, sets and firewalls.
-func (a *actuator) forwarding(ctx context.Context, namespace string) (bool, string, error) {
+func (a *actuator) forwarding(ctx context.Context, namespace string, written int64) (bool, string, error) {
 	d := &firewallv1alpha1.FirewallDeployment{}
 	if err := a.client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: constants.FirewallDeploymentName}, d); err != nil {
 		return false, "", err
+	}
+	if d.Generation < written {
+		// The cache still holds the deployment before this reconcile's write, whose
+		// old status would say the old rules are in force.
+		return false, fmt.Sprintf("FirewallDeployment %s/%s: generation %d just written, not yet seen", namespace, d.Name, written), nil
 	}
 	sets := &firewallv1alpha1.FirewallSetList{}
 	if err := a.client.List(ctx, sets, client.InNamespace(namespace)); err != nil {

@@ -25,10 +25,13 @@ var _ = Describe("BootIdentityHarmless", func() {
 				Subjects:   []rbacv1.Subject{{Kind: rbacv1.GroupKind, APIGroup: rbacv1.GroupName, Name: group}},
 			}
 			Expect(testClient.Create(ctx, crb)).To(Succeed())
-			held, err := credentials.BootIdentityHarmless(ctx, testClient, bootNamespace, "shoot--p--s", "fw-a")
+			// The authorizer learns of the binding through its informer: ask until it has.
+			Eventually(func(g Gomega) {
+				held, err := credentials.BootIdentityHarmless(ctx, testClient, bootNamespace, "shoot--p--s", "fw-a")
+				g.Expect(err).NotTo(HaveOccurred())
+				g.Expect(held).To(ConsistOf("create certificatesigningrequests/nodeclient.certificates.k8s.io"), group)
+			}).Should(Succeed())
 			Expect(testClient.Delete(ctx, crb)).To(Succeed())
-			Expect(err).NotTo(HaveOccurred())
-			Expect(held).To(ConsistOf("create certificatesigningrequests/nodeclient.certificates.k8s.io"), group)
 		}
 	})
 })
