@@ -9,6 +9,7 @@ import (
 
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/firewall/fqdn"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/firewall/nftables"
+	"github.com/metal-firewall/gardener-extension-firewall/pkg/firewall/ruleset"
 )
 
 var _ = Describe("allowed, as the clock moves", func() {
@@ -22,7 +23,7 @@ var _ = Describe("allowed, as the clock moves", func() {
 	It("refreshes an address that an answer with the full TTL every time asks for only once half the grace has gone", func() {
 		a := newAllowed()
 		sel := fqdn.Selector{Name: "api.github.com"}
-		a.setSelectors([]fqdn.Selector{sel})
+		Expect(a.setSelectors([]ruleset.FQDNBinding{{Selector: sel, Sets: []string{"fqdn_any"}}}, time.Now(), nil)).To(Succeed())
 		found := []found{{name: "api.github.com", addr: netip.MustParseAddr("192.0.2.1"), ttl: ttl, selectors: a.match([]string{"api.github.com"})[0]}}
 		var writes [][]nftables.FQDNElement
 		write := func(e []nftables.FQDNElement) error {
@@ -51,7 +52,7 @@ var _ = Describe("allowed, as the clock moves", func() {
 	It("refreshes on every answer that moves the expiry without a grace", func() {
 		a := newAllowed()
 		sel := fqdn.Selector{Name: "api.github.com"}
-		a.setSelectors([]fqdn.Selector{sel})
+		Expect(a.setSelectors([]ruleset.FQDNBinding{{Selector: sel, Sets: []string{"fqdn_any"}}}, time.Now(), nil)).To(Succeed())
 		found := []found{{name: "api.github.com", addr: netip.MustParseAddr("192.0.2.1"), ttl: ttl, selectors: a.match([]string{"api.github.com"})[0]}}
 		writes := 0
 		t0 := time.Now()

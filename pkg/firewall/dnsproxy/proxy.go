@@ -13,6 +13,7 @@ import (
 
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/firewall/fqdn"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/firewall/nftables"
+	"github.com/metal-firewall/gardener-extension-firewall/pkg/firewall/ruleset"
 )
 
 // Updater writes allowed addresses into the kernel's FQDN sets and returns
@@ -92,11 +93,24 @@ func (p *Proxy) Restore(sets []nftables.FQDNSetContent) {
 	p.observeAllowed()
 }
 
-// SetSelectors makes sels the enforced selectors: those of the ruleset just
-// applied, whose sets exist.
-func (p *Proxy) SetSelectors(sels []fqdn.Selector) {
-	p.allowed.setSelectors(sels)
+// SetSelectors makes bindings the enforced selectors and the sets their
+// addresses go to: those of the ruleset just applied, whose sets exist. It
+// deletes from the sets the addresses no selector allows any more (a
+// removed selector's, unless another selector of its set allows them too),
+// and returns once the kernel has done so.
+func (p *Proxy) SetSelectors(bindings []ruleset.FQDNBinding) error {
+	start := time.Now()
+	written := 0
+	err := p.allowed.setSelectors(bindings, start, func(elems []nftables.FQDNElement) error {
+		written = len(elems)
+		_, err := p.opts.Updater.UpdateFQDN(elems)
+		return err
+	})
+	if written > 0 {
+		p.opts.Observer.ObserveFQDNUpdate(written, time.Since(start), err)
+	}
 	p.observeAllowed()
+	return err
 }
 
 // Status returns what the proxy allows for sel now, listing at most limit
@@ -246,7 +260,7 @@ func (p *Proxy) learn(q dns.Question, resp *dns.Msg) {
 			continue
 		}
 		for _, a := range owned[i] {
-			addrs = append(addrs, found{name: name, addr: a.addr, ttl: a.ttl, selectors: sels[i]})
+			addrs = append(addrs, found{name: name, names: chain[:i+1], addr: a.addr, ttl: a.ttl, selectors: sels[i]})
 		}
 	}
 	now := time.Now()

@@ -14,7 +14,6 @@ import (
 	fwv1alpha1 "github.com/metal-firewall/gardener-extension-firewall/pkg/apis/firewall/v1alpha1"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/firewall/dnsproxy"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/firewall/dnsproxy/dnsproxytest"
-	"github.com/metal-firewall/gardener-extension-firewall/pkg/firewall/fqdn"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/firewall/nftables"
 )
 
@@ -299,7 +298,8 @@ var _ = Describe("Proxy", func() {
 		f.ask("udp", "api.github.com.", dns.TypeA)
 		Expect(f.rec.written()).To(Equal(map[string][]string{set(github, false): {"192.0.2.7"}}))
 
-		f.proxy.SetSelectors([]fqdn.Selector{sel(target)})
+		Expect(f.proxy.SetSelectors(bindings(target))).To(Succeed())
+		Expect(f.rec.deleted()).To(BeEmpty(), "the removed selector's set went with the table")
 		Expect(f.proxy.Status(sel(github), 16).Enforced).To(BeFalse())
 		f.ask("udp", "api.github.com.", dns.TypeA)
 		f.ask("udp", "target.example.org.", dns.TypeA)
