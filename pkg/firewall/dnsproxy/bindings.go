@@ -74,8 +74,12 @@ func (a *allowed) setSelectors(bindings []ruleset.FQDNBinding, now time.Time, wr
 	for _, st := range a.sels {
 		a.total += len(st.addrs)
 	}
-	elems, next := a.reconcile(now)
 	a.mu.Unlock()
+	// Read only: answers that need no set update go on meanwhile (the
+	// agent calls this on every apply, with thousands of addresses).
+	a.mu.RLock()
+	elems, next := a.reconcile(now)
+	a.mu.RUnlock()
 	if len(elems) == 0 {
 		return nil
 	}
@@ -132,7 +136,7 @@ type elemChange struct {
 
 // reconcile returns the element writes that make each set hold what its
 // selectors allow: per address the latest expiry among them. Called with
-// mu held.
+// mu held for reading, and write.
 func (a *allowed) reconcile(now time.Time) ([]nftables.FQDNElement, []elemChange) {
 	type owned struct {
 		expires time.Time

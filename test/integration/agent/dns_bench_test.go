@@ -125,7 +125,7 @@ var _ = Describe("DNS proxy figures", Label("bench"), func() {
 	})
 
 	It("prints memory and set-update time per answer with 10 and 10,000 FQDN selectors", func() {
-		rows := [][]string{{"FQDN selectors", "sets", "apply", "one selector more: apply and proxy", "one selector removed: apply and proxy (2 addresses deleted)", "new flow no selector allows (UDP, 20,000 datagrams)",
+		rows := [][]string{{"FQDN selectors", "sets", "apply", "one selector more: apply and proxy", "one selector removed: apply and proxy (2 addresses deleted)", "a selector with a new port list: apply and proxy", "new flow no selector allows (UDP, 20,000 datagrams)",
 			"kernel Slab after apply", "agent heap: ruleset and proxy",
 			"heap per allowed address", "set update per answer p50 / p99", "answer with update p50 / p99", "repeated answer p50 / p99"}}
 		for _, n := range []int{10, 1000, 10000} {
@@ -230,6 +230,11 @@ func selectorBench(n int) []string {
 	less.Egress[0].ToFQDNs = less.Egress[0].ToFQDNs[1:]
 	removed := policyChange(less)
 	Expect(fqdnAddresses(prog)).To(Equal(2*n-2), "the removed selector's two addresses are deleted")
+	port80 := less.DeepCopy()
+	port80.Egress = append(port80.Egress, fwv1alpha1.EgressRule{Ports: []fwv1alpha1.PolicyPort{{Protocol: "TCP", Port: ptr.To(int32(80))}},
+		ToFQDNs: []fwv1alpha1.FQDNSelector{{MatchName: "port80.bench.example.com"}}})
+	newPorts := policyChange(port80)
+	Expect(fqdnAddresses(prog)).To(Equal(2*n-2), "the table replaced, the addresses carried over")
 	runtime.KeepAlive(rs)
 	runtime.KeepAlive(p)
 
@@ -240,7 +245,7 @@ func selectorBench(n int) []string {
 	}
 	pair := func(ds []time.Duration) string { return ms(percentile(ds, 50)) + " / " + ms(percentile(ds, 99)) }
 	updates := obs.times()[:n]
-	return []string{strconv.Itoa(n), strconv.Itoa(sets), fmt.Sprintf("%.3f s", apply.Seconds()), added, removed,
+	return []string{strconv.Itoa(n), strconv.Itoa(sets), fmt.Sprintf("%.3f s", apply.Seconds()), added, removed, newPorts,
 		fmt.Sprintf("%.1f µs", float64(flow.Nanoseconds())/1000),
 		fmt.Sprintf("+%.1f MiB", float64(slab1-slab0)/1024), fmt.Sprintf("%.1f MiB", float64(heap1-heap0)/(1<<20)),
 		perAddress, pair(updates), pair(first), pair(repeated)}
