@@ -2,6 +2,7 @@ package dnsproxy
 
 import (
 	"fmt"
+	"maps"
 	"net/netip"
 	"slices"
 	"strings"
@@ -23,9 +24,10 @@ const maxCommentNames = 64
 // list allowed too), an address whose owners allow it for a shorter time is
 // given that time, and a selector's addresses go into a set it is newly
 // bound to. A selector newly bound to a set first takes over the set's
-// elements whose names it matches: what it allowed before a restart, or
-// what another selector of the set allowed for a name it matches. Sets the
-// ruleset no longer has are forgotten (they went with the table). If write
+// elements whose names it matches (what it allowed before a restart, or
+// what another selector of the set allowed for a name it matches), and
+// those of the sets the ruleset no longer has, which went with the table
+// (an agent before shared sets had a set per selector). If write
 // fails, the state stays as the kernel has it and the next call retries.
 func (a *allowed) setSelectors(bindings []ruleset.FQDNBinding, now time.Time, write func([]nftables.FQDNElement) error) error {
 	a.write.Lock()
@@ -66,10 +68,19 @@ func (a *allowed) setSelectors(bindings []ruleset.FQDNBinding, now time.Time, wr
 	for _, st := range old {
 		st.gone, st.sets = true, nil
 	}
+	// The elements of the sets that went with the table: a selector that
+	// moved to another port list (or a set per selector, before an upgrade)
+	// takes them along into its new sets.
+	orphans := map[netip.Addr]*elemState{}
+	for base, set := range a.sets {
+		if sets[base] == nil {
+			maps.Copy(orphans, set.elems)
+		}
+	}
 	a.sets = sets
 	a.matcher = fqdn.NewMatcher(sels)
 	for set, newcomers := range fresh {
-		adopt(set, newcomers, now)
+		adopt(newcomers, now, set.elems, orphans)
 	}
 	for _, st := range a.sels {
 		a.total += len(st.addrs)
@@ -98,28 +109,31 @@ func (a *allowed) setSelectors(bindings []ruleset.FQDNBinding, now time.Time, wr
 	return nil
 }
 
-// adopt gives newcomers, selectors just bound to set, the set's elements
-// whose names they match, with the time the element has left.
-func adopt(set *setState, newcomers []*selectorState, now time.Time) {
-	if len(set.elems) == 0 {
-		return
-	}
+// adopt gives newcomers, selectors just bound to a set, the elements of
+// the set and of the sets gone whose names they match, with the time the
+// element has left.
+func adopt(newcomers []*selectorState, now time.Time, from ...map[netip.Addr]*elemState) {
 	sels := make([]fqdn.Selector, len(newcomers))
 	for i, st := range newcomers {
 		sels[i] = st.sel
 	}
-	m := fqdn.NewMatcher(sels)
+	var m *fqdn.Matcher
 	var idx []int
-	for addr, el := range set.elems {
-		if !el.expires.After(now) {
-			continue
+	for _, elems := range from {
+		if len(elems) > 0 && m == nil {
+			m = fqdn.NewMatcher(sels)
 		}
-		for _, name := range el.names {
-			idx = m.Match(name, idx[:0])
-			for _, i := range idx {
-				st := newcomers[i]
-				if cur := st.addrs[addr]; cur == nil || cur.expires.Before(el.expires) {
-					st.put(addr, name, el.expires)
+		for addr, el := range elems {
+			if !el.expires.After(now) {
+				continue
+			}
+			for _, name := range el.names {
+				idx = m.Match(name, idx[:0])
+				for _, i := range idx {
+					st := newcomers[i]
+					if cur := st.addrs[addr]; cur == nil || cur.expires.Before(el.expires) {
+						st.put(addr, name, el.expires)
+					}
 				}
 			}
 		}

@@ -92,4 +92,15 @@ var _ = Describe("Proxy with selectors that share a set", func() {
 		Expect(f.proxy.SetSelectors(shared(anyPort, github))).To(Succeed())
 		Expect(f.rec.deleted()[anySet]).To(ConsistOf("192.0.2.5", "192.0.2.6", "192.0.2.2"))
 	})
+
+	It("carries the addresses of sets gone with the table into the new sets of their selectors, as after an upgrade from a set per selector", func() {
+		f := start(reply, defaultBounds)
+		f.proxy.Restore([]nftables.FQDNSetContent{{Name: set(github, false), Elements: []nftables.FQDNElement{
+			{Addr: netip.MustParseAddr("192.0.2.1"), Timeout: time.Minute, Comment: "api.github.com"},
+		}}})
+		Expect(f.proxy.SetSelectors(shared(anyPort, github, wildcard))).To(Succeed())
+		Expect(f.rec.written()).To(Equal(map[string][]string{anySet: {"192.0.2.1"}}))
+		Expect(f.rec.deleted()).To(BeEmpty(), "the old set went with the table")
+		Expect(f.rec.elem(0).Timeout).To(BeNumerically("~", time.Minute, 2*time.Second), "with the time it had left")
+	})
 })
