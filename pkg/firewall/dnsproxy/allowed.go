@@ -186,6 +186,30 @@ func (a *allowed) fresh(found []found, now time.Time, floor, grace time.Duration
 	return true
 }
 
+// live tells whether every address found is in every set it belongs in,
+// for its selectors, for at least margin from now.
+func (a *allowed) live(found []found, now time.Time, margin time.Duration) bool {
+	a.mu.RLock()
+	defer a.mu.RUnlock()
+	until := now.Add(margin)
+	for _, f := range found {
+		for _, sel := range f.selectors {
+			if sel.gone {
+				continue
+			}
+			if st := sel.addrs[f.addr]; st == nil || !st.expires.After(until) {
+				return false
+			}
+			for _, set := range sel.sets {
+				if el := set.elems[f.addr]; el == nil || !el.expires.After(until) {
+					return false
+				}
+			}
+		}
+	}
+	return true
+}
+
 // update allows what was found, within the bounds, through write (the
 // kernel), and remembers it once the kernel took it. Writers take turns;
 // the state is read for the plan and changed after the write. It returns

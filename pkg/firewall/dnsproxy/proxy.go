@@ -63,6 +63,8 @@ type Proxy struct {
 	upstreams upstreams
 	allowed   *allowed
 	ready     chan struct{}
+	// refreshes are the refreshes of answers already released.
+	refreshes chan refresh
 	mu        sync.Mutex
 	addrs     []net.Addr
 }
@@ -83,6 +85,7 @@ func New(opts Options) *Proxy {
 		upstreams: upstreams{addrs: opts.Upstreams, timeout: opts.UpstreamTimeout},
 		allowed:   newAllowed(),
 		ready:     make(chan struct{}),
+		refreshes: make(chan refresh, 256),
 	}
 }
 
@@ -148,6 +151,7 @@ func (p *Proxy) Run(ctx context.Context) error {
 	for _, s := range servers {
 		go func() { errs <- s.ActivateAndServe() }()
 	}
+	go p.refresher(ctx)
 	sweep := time.NewTicker(10 * time.Second)
 	defer sweep.Stop()
 	for {
@@ -267,6 +271,47 @@ func (p *Proxy) learn(q dns.Question, resp *dns.Msg) {
 	if len(addrs) == 0 || p.allowed.fresh(addrs, now, p.opts.TTLFloor, p.opts.Grace) {
 		return
 	}
+	// Addresses that every set holds for a while yet let the answer go
+	// before their refresh commits: the first SYN finds them anyway. The
+	// refresh then costs the client no kernel transaction, and the answers
+	// of many names whose refreshes fall due together (all asked at start)
+	// do not queue behind each other's.
+	if p.allowed.live(addrs, now, liveMargin) {
+		select {
+		case p.refreshes <- refresh{name: q.Name, addrs: addrs, at: now}:
+			return
+		default: // the queue is full: refresh before the answer
+		}
+	}
+	p.allow(q.Name, addrs, now)
+}
+
+// liveMargin is how long an address must stay allowed for its answer to
+// be released before the refresh commits.
+const liveMargin = 5 * time.Second
+
+// refresh is an answer's refresh, done after its release.
+type refresh struct {
+	name  string
+	addrs []found
+	at    time.Time
+}
+
+// refresher does the queued refreshes until ctx is done.
+func (p *Proxy) refresher(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case r := <-p.refreshes:
+			p.allow(r.name, r.addrs, r.at)
+		}
+	}
+}
+
+// allow writes what was found into the sets and returns once the kernel
+// has it.
+func (p *Proxy) allow(name string, addrs []found, now time.Time) {
 	written := 0
 	start := time.Now()
 	hit, err := p.allowed.update(addrs, now, p.opts.TTLFloor, p.opts.Grace, p.opts.Bounds, func(elems []nftables.FQDNElement) error {
@@ -279,10 +324,10 @@ func (p *Proxy) learn(q dns.Question, resp *dns.Msg) {
 	}
 	for _, b := range hit {
 		p.opts.Observer.ObserveFQDNBound(b)
-		p.opts.Log.Warn("DNS proxy bound reached: addresses left out", "bound", b, "name", q.Name)
+		p.opts.Log.Warn("DNS proxy bound reached: addresses left out", "bound", b, "name", name)
 	}
 	if err != nil {
-		p.opts.Log.Error("allowing the addresses of an answer; connections to them are dropped", "name", q.Name, "error", err)
+		p.opts.Log.Error("allowing the addresses of an answer; connections to them are dropped", "name", name, "error", err)
 	}
 	p.observeAllowed()
 }
