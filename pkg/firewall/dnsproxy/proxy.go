@@ -297,15 +297,30 @@ type refresh struct {
 	at    time.Time
 }
 
-// refresher does the queued refreshes until ctx is done.
+// refresher does the queued refreshes until ctx is done: those queued
+// meanwhile in one kernel transaction, as of the oldest answer among them.
 func (p *Proxy) refresher(ctx context.Context) {
 	for {
+		var r refresh
 		select {
 		case <-ctx.Done():
 			return
-		case r := <-p.refreshes:
-			p.allow(r.name, r.addrs, r.at)
+		case r = <-p.refreshes:
 		}
+		addrs := r.addrs
+	more:
+		for range cap(p.refreshes) {
+			select {
+			case next := <-p.refreshes:
+				addrs = append(addrs, next.addrs...)
+				if next.at.Before(r.at) {
+					r.at = next.at
+				}
+			default:
+				break more
+			}
+		}
+		p.allow(r.name, addrs, r.at)
 	}
 }
 
