@@ -83,6 +83,10 @@ func (a *actuator) Reconcile(ctx context.Context, log logr.Logger, ex *extension
 	if err != nil {
 		return err
 	}
+	hibernated, err := a.hibernationEnabled(ctx, ex.Namespace)
+	if err != nil {
+		return err
+	}
 	if err := a.reconcileShootAccess(ctx, ex.Namespace); err != nil {
 		return err
 	}
@@ -101,7 +105,7 @@ func (a *actuator) Reconcile(ctx context.Context, log logr.Logger, ex *extension
 		if d.Spec.Strategy == "" {
 			d.Spec.Strategy = firewallv1alpha1.StrategyRollingUpdate
 		}
-		d.Spec.Replicas = 1
+		d.Spec.Replicas = replicas(cfg.Hibernation, hibernated)
 		d.Spec.Selector = selector
 		d.Spec.CreateTimeout, d.Spec.HealthTimeout = cfg.CreateTimeout, cfg.HealthTimeout
 		d.Spec.Template = firewallv1alpha1.FirewallTemplateSpec{
@@ -131,7 +135,7 @@ func (a *actuator) Reconcile(ctx context.Context, log logr.Logger, ex *extension
 			return fmt.Errorf("clearing the migration state: %w", err)
 		}
 	}
-	return a.waitUntilForwarding(ctx, log, ex, d.Generation)
+	return a.waitUntilForwarding(ctx, log, ex, d.Generation, hibernated)
 }
 
 // Delete removes the firewalls (their machines first, through the manager's
