@@ -24,7 +24,10 @@ var _ = Describe("A roll requested from the shoot", func() {
 		shoot := seedB.client
 		gardenerSecret, err := testenv.GardenerSecret(namespace, seedB.cp.Config)
 		Expect(err).NotTo(HaveOccurred())
-		Expect(seedA.client.Update(ctx, gardenerSecret)).To(Succeed())
+		existing := &corev1.Secret{}
+		Expect(seedA.client.Get(ctx, client.ObjectKeyFromObject(gardenerSecret), existing)).To(Succeed())
+		existing.Data = gardenerSecret.Data
+		Expect(seedA.client.Update(ctx, existing)).To(Succeed())
 		// An image of its own: firewall names (from the template's hash) differ from other specs'.
 		ex := newExtension(namespace, strings.Replace(providerConfig, "firewall-ubuntu-3.0", "firewall-ubuntu-3.0-roll", 1))
 		Expect(seedA.client.Create(ctx, ex)).To(Succeed())
