@@ -4,8 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"time"
 	"maps"
+	"time"
 
 	extensionsv1alpha1 "github.com/gardener/gardener/pkg/apis/extensions/v1alpha1"
 	"github.com/go-logr/logr"
@@ -28,7 +28,7 @@ type state struct {
 	// deployment would roll at once.
 	FirewallDeployments []firewallv1alpha1.FirewallDeployment `json:"firewallDeployments,omitempty"`
 	FirewallSets        []firewallv1alpha1.FirewallSet        `json:"firewallSets,omitempty"`
-	Firewalls    []firewallv1alpha1.Firewall    `json:"firewalls,omitempty"`
+	Firewalls           []firewallv1alpha1.Firewall           `json:"firewalls,omitempty"`
 }
 
 // Migrate hands the firewall over without touching the machine: every
