@@ -11,6 +11,7 @@ import (
 	. "github.com/onsi/gomega"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	firewallv1alpha1 "github.com/metal-firewall/gardener-extension-firewall/pkg/apis/firewall/v1alpha1"
@@ -49,7 +50,7 @@ func trigger(ctx SpecContext, s *seedEnv, ex *extensionsv1alpha1.Extension) func
 	// The last operation's time has seconds.
 	time.Sleep(time.Until(before.Add(1100 * time.Millisecond)))
 	annotate(ctx, s, ex, v1beta1constants.GardenerOperationReconcile, func(ex *extensionsv1alpha1.Extension) {
-		ex.Annotations["test/trigger"] = time.Now().String()
+		metav1.SetMetaDataAnnotation(&ex.ObjectMeta, "test/trigger", time.Now().String())
 	})
 	return func() string {
 		op, _ := lastOperationOf(ctx, s, ex)
@@ -104,7 +105,7 @@ var _ = Describe("Extension firewall hibernation", func() {
 		notApplied := beatWith(ctx, seedA, namespace, func(*firewallv1alpha1.Firewall) int64 { return 0 })
 		Eventually(notApplied).Should(HaveLen(1), "the new firewall is Ready, its rules not yet in force")
 		woken := firewalls(ctx, seedA, namespace)[0]
-		Expect(woken.Name).NotTo(Equal(old.Name), "a new firewall with a new identity")
+		Expect(woken.UID).NotTo(Equal(old.UID), "a new Firewall object (its name is the set's first again)")
 		Expect(woken.Status.MachineStatus.MachineID).NotTo(Equal(oldMachine))
 		Consistently(func(g Gomega) {
 			notApplied()

@@ -11,6 +11,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	eventsv1 "k8s.io/api/events/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	firewallv1alpha1 "github.com/metal-firewall/gardener-extension-firewall/pkg/apis/firewall/v1alpha1"
@@ -150,7 +151,7 @@ var _ = Describe("Extension firewall maintenance", func() {
 
 		Expect(seedA.client.Get(ctx, client.ObjectKeyFromObject(ex), ex)).To(Succeed())
 		patch := client.MergeFrom(ex.DeepCopy())
-		ex.Annotations[constants.AnnotationForceUpdate] = "true"
+		metav1.SetMetaDataAnnotation(&ex.ObjectMeta, constants.AnnotationForceUpdate, "true")
 		Expect(seedA.client.Patch(ctx, ex, patch)).To(Succeed())
 		forced := trigger(ctx, seedA, ex)
 		Eventually(func() string {
