@@ -40,7 +40,7 @@ var _ = Describe("Extension firewall migration of the lifecycle", func() {
 		Eventually(reconciledWith(ctx, seedA, ex, "firewall-ubuntu-3.0-carry", "firewall-ubuntu-3.1-carry")).Should(Equal("Reconcile Succeeded"))
 		Expect(deploymentOf(ctx, seedA, namespace).Spec.Template.Spec.Image).To(Equal("firewall-ubuntu-3.0-carry"))
 		fw := firewalls(ctx, seedA, namespace)[0]
-		createdBefore := provider.Created
+		createdBefore := provider.CreatedIn(namespace)
 
 		By("migrating to seed B")
 		annotate(ctx, seedA, ex, v1beta1constants.GardenerOperationMigrate, nil)
@@ -78,6 +78,6 @@ var _ = Describe("Extension firewall migration of the lifecycle", func() {
 			g.Expect(fws[0].Name).To(Equal(fw.Name))
 			g.Expect(fws[0].Status.MachineStatus.MachineID).To(Equal(fw.Status.MachineStatus.MachineID))
 		}).WithTimeout(3 * time.Second).Should(Succeed())
-		Expect(provider.Created).To(Equal(createdBefore), "no new machine")
+		Expect(provider.CreatedIn(namespace)).To(Equal(createdBefore), "no new machine")
 	})
 })

@@ -127,7 +127,7 @@ var _ = Describe("Extension firewall hibernation", func() {
 		Expect(seedA.client.Create(ctx, ex)).To(Succeed())
 		succeeded(ctx, seedA, ex)
 		kept := firewalls(ctx, seedA, namespace)[0]
-		createdBefore := provider.Created
+		createdBefore := provider.CreatedIn(namespace)
 
 		Eventually(hibernate(ctx, seedA, ex, true)).Should(Equal("Reconcile Succeeded"))
 		Expect(deploymentOf(ctx, seedA, namespace).Spec.Replicas).To(Equal(int32(1)))
@@ -145,6 +145,6 @@ var _ = Describe("Extension firewall hibernation", func() {
 			return woke()
 		}).Should(Equal("Reconcile Succeeded"))
 		Expect(firewalls(ctx, seedA, namespace)[0].UID).To(Equal(kept.UID), "the same firewall forwards on")
-		Expect(provider.Created).To(Equal(createdBefore), "no new machine")
+		Expect(provider.CreatedIn(namespace)).To(Equal(createdBefore), "no new machine")
 	})
 })
