@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/pflag"
 
 	agentconfigv1alpha1 "github.com/metal-firewall/gardener-extension-firewall/pkg/apis/agentconfig/v1alpha1"
+	firewallv1alpha1 "github.com/metal-firewall/gardener-extension-firewall/pkg/apis/firewall/v1alpha1"
 	aclcontroller "github.com/metal-firewall/gardener-extension-firewall/pkg/controller/acl"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/controller/csrapprover"
 	firewallcontroller "github.com/metal-firewall/gardener-extension-firewall/pkg/controller/firewall"
@@ -42,7 +43,9 @@ type Options struct {
 	CreateTimeout     time.Duration
 	HealthTimeout     time.Duration
 	MaxReplacements   int32
-	HeartbeatTimeout  time.Duration
+	// RollRequestInterval is how often each shoot is asked for its owner's roll request; 0: never.
+	RollRequestInterval time.Duration
+	HeartbeatTimeout    time.Duration
 	CSRMaxDuration    time.Duration
 	BootTokenValidity time.Duration
 	// BootNamespace holds the firewalls' boot ServiceAccounts: the extension's namespace.
@@ -87,6 +90,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.CreateTimeout, "create-timeout", firewallmanager.DefaultCreateTimeout, "how long a new Firewall whose agent never reported may take to become Ready before it is replaced (a shoot's providerConfig createTimeout overrides it)")
 	fs.DurationVar(&o.HealthTimeout, "health-timeout", firewallmanager.DefaultHealthTimeout, "how long a Firewall whose agent has reported may stay not Ready before it is replaced (a shoot's providerConfig healthTimeout overrides it)")
 	fs.Int32Var(&o.MaxReplacements, "max-replacements", firewallmanager.DefaultMaxReplacements, "how many Firewalls a FirewallSet creates in place of failed ones before it stops and reports; 0 replaces none")
+	fs.DurationVar(&o.RollRequestInterval, "roll-request-interval", firewallmanager.DefaultRollRequestInterval, "how often each shoot's FirewallMonitors are read for the owner's roll request (annotation "+firewallv1alpha1.AnnotationRollSet+"); 0 reads none")
 	fs.DurationVar(&o.FirewallReadyTimeout, "firewall-ready-timeout", firewallcontroller.DefaultReadyTimeout, "how long a firewall Extension's reconcile waits for the firewall to forward with its rules before it reports what is missing; keep the registration's reconcileTimeout above it")
 	fs.IntVar(&o.FirewallMaxConcurrentReconciles, "firewall-max-concurrent-reconciles", 10, "firewall Extensions reconciled at once; each holds a worker while it waits for its firewall")
 	fs.DurationVar(&o.HeartbeatTimeout, "heartbeat-timeout", firewallmanager.DefaultHeartbeatTimeout, "how old an agent's last report may be for its Firewall to count as connected")
@@ -135,6 +139,9 @@ func (o *Options) Validate() error {
 		if d <= 0 {
 			errs = append(errs, fmt.Errorf("%s %s must be positive", name, d))
 		}
+	}
+	if o.RollRequestInterval < 0 || (o.RollRequestInterval > 0 && o.RollRequestInterval < 10*time.Second) {
+		errs = append(errs, fmt.Errorf("--roll-request-interval %s must be 0 (off) or at least 10s: each asks every shoot's kube-apiserver", o.RollRequestInterval))
 	}
 	if o.MaxReplacements < 0 {
 		errs = append(errs, fmt.Errorf("--max-replacements %d must not be negative", o.MaxReplacements))

@@ -96,6 +96,18 @@ var _ = Describe("Options", func() {
 		Expect(defaults.FirewallReadyTimeout.String()).To(Equal("15m0s"))
 	})
 
+	It("refuses a roll request interval that would hammer the shoots, and takes 0 for off", func() {
+		Expect(parse("--roll-request-interval=1s").Validate()).To(MatchError(ContainSubstring("--roll-request-interval 1s must be 0 (off) or at least 10s")))
+		Expect(parse("--roll-request-interval=-1m").Validate()).To(MatchError(ContainSubstring("--roll-request-interval -1m0s must be 0 (off)")))
+		for _, ok := range []string{"--roll-request-interval=0", "--roll-request-interval=10s"} {
+			err := parse(ok).Validate()
+			if err != nil {
+				Expect(err.Error()).NotTo(ContainSubstring("--roll-request-interval"))
+			}
+		}
+		Expect(parse().RollRequestInterval.String()).To(Equal("1m0s"))
+	})
+
 	It("refuses a managed webhook certificate without a folder to write it to", func() {
 		Expect(parse("--webhook-config-namespace=extension-firewall").Validate()).To(MatchError(
 			ContainSubstring("--webhook-config-namespace needs --webhook-cert-dir")))
