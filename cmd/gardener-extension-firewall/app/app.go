@@ -178,7 +178,7 @@ func AddToManager(ctx context.Context, mgr manager.Manager, opts *Options, provi
 			}
 		}
 	}
-	return healthcheck.AddToManager(mgr, healthcheck.DefaultSyncPeriod)
+	return healthcheck.AddToManager(mgr, opts.HealthCheckSyncPeriod)
 }
 
 func restConfig(kubeconfig string) (*rest.Config, error) {

@@ -3,6 +3,7 @@ package app_test
 import (
 	"os"
 	"path/filepath"
+	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -106,6 +107,12 @@ var _ = Describe("Options", func() {
 			}
 		}
 		Expect(parse().RollRequestInterval.String()).To(Equal("1m0s"))
+	})
+
+	It("refuses a health check period that would hammer the kube-apiserver, and defaults to Gardener's 30s", func() {
+		Expect(parse("--healthcheck-sync-period=5s").Validate()).To(MatchError(ContainSubstring("--healthcheck-sync-period 5s must be at least 10s")))
+		Expect(parse().HealthCheckSyncPeriod).To(Equal(30 * time.Second))
+		Expect(parse("--healthcheck-sync-period=5m").HealthCheckSyncPeriod).To(Equal(5 * time.Minute))
 	})
 
 	It("refuses a managed webhook certificate without a folder to write it to", func() {
