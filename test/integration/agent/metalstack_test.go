@@ -58,11 +58,12 @@ func metalStackPolicy(name, namespace string) *unstructured.Unstructured {
 	return u
 }
 
-// serveUDP answers each datagram on port in ns with the same bytes.
-func serveUDP(ns *netns.NS, port int) {
+// serveUDP answers each datagram to addr:port in ns with the same bytes,
+// from addr (bound to it: an unbound socket would answer from another one).
+func serveUDP(ns *netns.NS, addr string, port int) {
 	var pc net.PacketConn
 	Expect(ns.Do(func() (err error) {
-		pc, err = net.ListenPacket("udp", fmt.Sprintf(":%d", port))
+		pc, err = net.ListenPacket("udp", net.JoinHostPort(addr, fmt.Sprint(port)))
 		return err
 	})).To(Succeed())
 	DeferCleanup(pc.Close)
@@ -108,7 +109,7 @@ var _ = Describe("firewall agent with metal-stack.io/v1 policies in the shoot", 
 		for _, port := range []int{53, 80} {
 			serve(t.outside, "::", port)
 		}
-		serveUDP(t.outside, 53)
+		serveUDP(t.outside, "8.8.8.8", 53)
 
 		admin, kubeconfig := startShoot(ctx, testenv.MetalStackShootCRDPaths()...)
 		restCfg, err := clientcmd.RESTConfigFromKubeConfig(kubeconfig)
