@@ -6,10 +6,13 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
 	"time"
 
+	"github.com/miekg/dns"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -24,6 +27,7 @@ import (
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/firewall/agent"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/firewall/nftables"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/utils/netns"
+	"github.com/metal-firewall/gardener-extension-firewall/test/roottest"
 	"github.com/metal-firewall/gardener-extension-firewall/test/testenv"
 )
 
@@ -201,5 +205,76 @@ var _ = Describe("firewall agent with metal-stack.io/v1 policies in the shoot", 
 			_, err := dial(t.node, "1.1.2.2", 53, time.Second)
 			return err
 		}).WithTimeout(15 * time.Second).Should(HaveOccurred())
+	})
+})
+
+// readmeFQDNPolicy is the matchName example of firewall-controller's README
+// (v2.5.0), as it stands there.
+const readmeFQDNPolicy = `apiVersion: metal-stack.io/v1
+kind: ClusterwideNetworkPolicy
+metadata:
+  namespace: firewall
+  name: clusterwidenetworkpolicy-fqdn
+spec:
+  egress:
+  - toFQDNs:
+    - matchName: example.com
+    ports:
+    - protocol: UDP
+      port: 80
+    - protocol: TCP
+      port: 80
+`
+
+var _ = Describe("firewall agent with a metal-stack.io/v1 toFQDNs policy", func() {
+	It("opens the addresses the nodes resolved for the name, and reports them in fqdn_state", func(ctx SpecContext) {
+		t := newTopology()
+		const exampleAddr, otherAddr = "203.0.113.10", "203.0.113.11"
+		for _, a := range []string{resolverV4, exampleAddr, otherAddr} {
+			Expect(t.outside.IP("addr", "add", a+"/24", "dev", "eth0")).To(Succeed())
+		}
+		serve(t.outside, "::", 80)
+		dnsmasqOn(t.outside, []string{resolverV4}, "--host-record=example.com,"+exampleAddr, "--host-record=other.example.org,"+otherAddr)
+
+		admin, kubeconfig := startShoot(ctx, testenv.MetalStackShootCRDPaths()...)
+		restCfg, err := clientcmd.RESTConfigFromKubeConfig(kubeconfig)
+		Expect(err).NotTo(HaveOccurred())
+		server, err := url.Parse(restCfg.Host)
+		Expect(err).NotTo(HaveOccurred())
+		port, err := strconv.Atoi(server.Port())
+		Expect(err).NotTo(HaveOccurred())
+		forward, stop := context.WithCancel(context.Background())
+		DeferCleanup(stop)
+		Expect(roottest.ForwardLoopback(forward, t.fw, port)).To(Succeed())
+		dir := GinkgoT().TempDir()
+		kubeconfigPath := filepath.Join(dir, "shoot.kubeconfig")
+		Expect(os.WriteFile(kubeconfigPath, kubeconfig, 0o600)).To(Succeed())
+		cfgPath := filepath.Join(dir, "config.yaml")
+		writeConfig(cfgPath, fmt.Sprintf(dnsShootAgentConfig, kubeconfigPath, resolverV4))
+
+		js, err := yaml.YAMLToJSON([]byte(readmeFQDNPolicy))
+		Expect(err).NotTo(HaveOccurred())
+		policy := &unstructured.Unstructured{}
+		Expect(policy.UnmarshalJSON(js)).To(Succeed())
+		Expect(admin.Create(ctx, policy)).To(Succeed())
+		startAgentProcess(t.fw, cfgPath)
+
+		status := func(g Gomega) map[string]any {
+			got := policy.DeepCopy()
+			g.Expect(admin.Get(ctx, client.ObjectKeyFromObject(policy), got)).To(Succeed())
+			st, _, _ := unstructured.NestedMap(got.Object, "status")
+			return st
+		}
+		Eventually(status).WithTimeout(30 * time.Second).Should(Equal(map[string]any{"state": "deployed", "fqdn_state": map[string]any{"example.com": []any{}}}))
+		expectDropped(t.node, exampleAddr, 80)
+
+		By("after a node resolved the name through the firewall")
+		Expect(lookup(t.node, resolverV4, "udp", "example.com.", dns.TypeA)).To(Equal([]string{exampleAddr}))
+		Expect(lookup(t.node, resolverV4, "udp", "other.example.org.", dns.TypeA)).To(Equal([]string{otherAddr}))
+		Expect(expectAllowed(t.node, exampleAddr, 80)).To(Equal(nodeV4))
+		expectDropped(t.node, otherAddr, 80)
+		Eventually(status).WithTimeout(10 * time.Second).Should(Equal(map[string]any{"state": "deployed", "fqdn_state": map[string]any{
+			"example.com": []any{map[string]any{"fqdn": "example.com", "ips": []any{exampleAddr}, "version": "ip"}},
+		}}))
 	})
 })
