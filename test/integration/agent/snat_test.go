@@ -52,11 +52,19 @@ func exchange(ns *netns.NS, addr string, port int) string {
 	return strings.TrimSpace(seen)
 }
 
-// addrsOf lists ext0's addresses in the firewall's namespace, as `ip` shows them.
+// addrsOf lists ext0's addresses in the firewall's namespace, one
+// "inet|inet6 address/bits " a line, without flags (DAD's "tentative" on the
+// link-local address comes and goes by itself).
 func addrsOf(t *topology) string {
 	out, err := t.fw.Exec("ip", "-o", "addr", "show", "dev", "ext0")
 	ExpectWithOffset(1, err).NotTo(HaveOccurred())
-	return out
+	var b strings.Builder
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		if f := strings.Fields(line); len(f) >= 4 {
+			fmt.Fprintf(&b, "%s %s \n", f[2], f[3])
+		}
+	}
+	return b.String()
 }
 
 var _ = Describe("firewall agent SNAT addresses", func() {
