@@ -62,6 +62,17 @@ const (
 	AgentCSRClusterRoleName = "gardener-extension-firewall:agent-csr"
 )
 
+// The shoot's maintenance window and the `firewall` Extension.
+const (
+	// AnnotationForceUpdate ("true") on a `firewall` Extension applies a
+	// firewall update held back for the maintenance window (image, agent
+	// version) at the next reconcile; the extension removes it then.
+	AnnotationForceUpdate = firewallv1alpha1.GroupName + "/force-update"
+	// ConditionFirewallUpdatePending on a `firewall` Extension is True while
+	// an update that would roll the firewall waits for the maintenance window.
+	ConditionFirewallUpdatePending = "FirewallUpdatePending"
+)
+
 // Labels on the seed objects the extension creates per firewall (bootstrap
 // token Secrets, agent RBAC, delivered secrets in the shoot).
 const (

@@ -13,6 +13,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
@@ -29,6 +30,7 @@ import (
 	firewallmanager "github.com/metal-firewall/gardener-extension-firewall/pkg/controller/manager"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/controller/manager/firewallmachine"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/controller/manager/machine"
+	"github.com/metal-firewall/gardener-extension-firewall/pkg/controller/manager/rollrequest"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/credentials"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/webhook/envoyfilter"
 )
@@ -127,14 +129,20 @@ func AddToManager(ctx context.Context, mgr manager.Manager, opts *Options, provi
 	if err := mgr.AddReadyzCheck("informer-sync", gardenerhealthz.NewCacheSyncHealthz(mgr.GetCache())); err != nil {
 		return err
 	}
+	var shootClient func(context.Context, string) (client.Client, error)
+	if opts.RollRequestInterval > 0 {
+		shootClient = rollrequest.ShootClients(mgr.GetClient())
+	}
 	if err := firewallmanager.AddToManager(mgr, firewallmanager.Options{
-		Provider:         provider,
-		ProgressDeadline: opts.ProgressDeadline,
-		CreateTimeout:    opts.CreateTimeout,
-		HealthTimeout:    opts.HealthTimeout,
-		MaxReplacements:  opts.MaxReplacements,
-		HeartbeatTimeout: opts.HeartbeatTimeout,
-		Workers:          opts.Workers,
+		Provider:            provider,
+		ProgressDeadline:    opts.ProgressDeadline,
+		CreateTimeout:       opts.CreateTimeout,
+		HealthTimeout:       opts.HealthTimeout,
+		MaxReplacements:     opts.MaxReplacements,
+		HeartbeatTimeout:    opts.HeartbeatTimeout,
+		Workers:             opts.Workers,
+		ShootClient:         shootClient,
+		RollRequestInterval: opts.RollRequestInterval,
 		Bootstrap: &firewallmachine.Bootstrap{
 			Server: opts.SeedServer, CAData: caData, TokenValidity: opts.BootTokenValidity, Namespace: opts.BootNamespace,
 			SecretNames: []string{constants.ShootAccessSecretName},
@@ -170,7 +178,7 @@ func AddToManager(ctx context.Context, mgr manager.Manager, opts *Options, provi
 			}
 		}
 	}
-	return healthcheck.AddToManager(mgr, healthcheck.DefaultSyncPeriod)
+	return healthcheck.AddToManager(mgr, opts.HealthCheckSyncPeriod)
 }
 
 func restConfig(kubeconfig string) (*rest.Config, error) {

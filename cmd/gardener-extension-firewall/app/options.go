@@ -9,9 +9,11 @@ import (
 	"github.com/spf13/pflag"
 
 	agentconfigv1alpha1 "github.com/metal-firewall/gardener-extension-firewall/pkg/apis/agentconfig/v1alpha1"
+	firewallv1alpha1 "github.com/metal-firewall/gardener-extension-firewall/pkg/apis/firewall/v1alpha1"
 	aclcontroller "github.com/metal-firewall/gardener-extension-firewall/pkg/controller/acl"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/controller/csrapprover"
 	firewallcontroller "github.com/metal-firewall/gardener-extension-firewall/pkg/controller/firewall"
+	"github.com/metal-firewall/gardener-extension-firewall/pkg/controller/healthcheck"
 	firewallmanager "github.com/metal-firewall/gardener-extension-firewall/pkg/controller/manager"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/credentials"
 )
@@ -32,19 +34,23 @@ type Options struct {
 	SeedServer string
 	SeedCAFile string
 
-	MachineProvider   string
-	Metal             MetalOptions
-	LocalStateDir     string
-	LocalAgentPath    string
-	LocalInternalNS   string
-	LocalExternalNS   string
-	ProgressDeadline  time.Duration
-	CreateTimeout     time.Duration
-	HealthTimeout     time.Duration
-	MaxReplacements   int32
-	HeartbeatTimeout  time.Duration
-	CSRMaxDuration    time.Duration
-	BootTokenValidity time.Duration
+	MachineProvider  string
+	Metal            MetalOptions
+	LocalStateDir    string
+	LocalAgentPath   string
+	LocalInternalNS  string
+	LocalExternalNS  string
+	ProgressDeadline time.Duration
+	CreateTimeout    time.Duration
+	HealthTimeout    time.Duration
+	MaxReplacements  int32
+	// RollRequestInterval is how often each shoot is asked for its owner's roll request; 0: never.
+	RollRequestInterval time.Duration
+	HeartbeatTimeout    time.Duration
+	// HealthCheckSyncPeriod is how often Gardener's health checks look at each Extension.
+	HealthCheckSyncPeriod time.Duration
+	CSRMaxDuration        time.Duration
+	BootTokenValidity     time.Duration
 	// BootNamespace holds the firewalls' boot ServiceAccounts: the extension's namespace.
 	BootNamespace string
 	// ShootAccessTokenValidity is the life of the agent's shoot token.
@@ -87,8 +93,10 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.CreateTimeout, "create-timeout", firewallmanager.DefaultCreateTimeout, "how long a new Firewall whose agent never reported may take to become Ready before it is replaced (a shoot's providerConfig createTimeout overrides it)")
 	fs.DurationVar(&o.HealthTimeout, "health-timeout", firewallmanager.DefaultHealthTimeout, "how long a Firewall whose agent has reported may stay not Ready before it is replaced (a shoot's providerConfig healthTimeout overrides it)")
 	fs.Int32Var(&o.MaxReplacements, "max-replacements", firewallmanager.DefaultMaxReplacements, "how many Firewalls a FirewallSet creates in place of failed ones before it stops and reports; 0 replaces none")
+	fs.DurationVar(&o.RollRequestInterval, "roll-request-interval", firewallmanager.DefaultRollRequestInterval, "how often each shoot's FirewallMonitors are read for the owner's roll request (annotation "+firewallv1alpha1.AnnotationRollSet+"); 0 reads none")
 	fs.DurationVar(&o.FirewallReadyTimeout, "firewall-ready-timeout", firewallcontroller.DefaultReadyTimeout, "how long a firewall Extension's reconcile waits for the firewall to forward with its rules before it reports what is missing; keep the registration's reconcileTimeout above it")
 	fs.IntVar(&o.FirewallMaxConcurrentReconciles, "firewall-max-concurrent-reconciles", 10, "firewall Extensions reconciled at once; each holds a worker while it waits for its firewall")
+	fs.DurationVar(&o.HealthCheckSyncPeriod, "healthcheck-sync-period", healthcheck.DefaultSyncPeriod, "how often the health checks look at each firewall and acl Extension (each look writes the Extension's status)")
 	fs.DurationVar(&o.HeartbeatTimeout, "heartbeat-timeout", firewallmanager.DefaultHeartbeatTimeout, "how old an agent's last report may be for its Firewall to count as connected")
 	fs.DurationVar(&o.CSRMaxDuration, "csr-max-duration", csrapprover.DefaultMaxDuration, "longest certificate validity an agent may ask for; at least the 12h the agent asks for")
 	fs.DurationVar(&o.BootTokenValidity, "boot-token-validity", time.Hour, "life of a firewall's boot token, its first credential (10m to 1h)")
@@ -125,6 +133,9 @@ func (o *Options) Validate() error {
 	if o.BootTokenValidity < credentials.MinBootTokenValidity || o.BootTokenValidity > credentials.MaxBootTokenValidity {
 		errs = append(errs, fmt.Errorf("--boot-token-validity %s must be within [%s, %s]", o.BootTokenValidity, credentials.MinBootTokenValidity, credentials.MaxBootTokenValidity))
 	}
+	if o.HealthCheckSyncPeriod < 10*time.Second {
+		errs = append(errs, fmt.Errorf("--healthcheck-sync-period %s must be at least 10s", o.HealthCheckSyncPeriod))
+	}
 	if o.KubeAPIQPS <= 0 || o.KubeAPIBurst <= 0 || o.Workers <= 0 {
 		errs = append(errs, fmt.Errorf("--kube-api-qps (%v), --kube-api-burst (%d) and --workers (%d) must be positive", o.KubeAPIQPS, o.KubeAPIBurst, o.Workers))
 	}
@@ -135,6 +146,9 @@ func (o *Options) Validate() error {
 		if d <= 0 {
 			errs = append(errs, fmt.Errorf("%s %s must be positive", name, d))
 		}
+	}
+	if o.RollRequestInterval < 0 || (o.RollRequestInterval > 0 && o.RollRequestInterval < 10*time.Second) {
+		errs = append(errs, fmt.Errorf("--roll-request-interval %s must be 0 (off) or at least 10s: each asks every shoot's kube-apiserver", o.RollRequestInterval))
 	}
 	if o.MaxReplacements < 0 {
 		errs = append(errs, fmt.Errorf("--max-replacements %d must not be negative", o.MaxReplacements))

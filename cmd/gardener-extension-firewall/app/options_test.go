@@ -3,6 +3,7 @@ package app_test
 import (
 	"os"
 	"path/filepath"
+	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -94,6 +95,24 @@ var _ = Describe("Options", func() {
 		Expect(defaults.CreateTimeout.String()).To(Equal("20m0s"))
 		Expect(defaults.MaxReplacements).To(BeEquivalentTo(3))
 		Expect(defaults.FirewallReadyTimeout.String()).To(Equal("15m0s"))
+	})
+
+	It("refuses a roll request interval that would hammer the shoots, and takes 0 for off", func() {
+		Expect(parse("--roll-request-interval=1s").Validate()).To(MatchError(ContainSubstring("--roll-request-interval 1s must be 0 (off) or at least 10s")))
+		Expect(parse("--roll-request-interval=-1m").Validate()).To(MatchError(ContainSubstring("--roll-request-interval -1m0s must be 0 (off)")))
+		for _, ok := range []string{"--roll-request-interval=0", "--roll-request-interval=10s"} {
+			err := parse(ok).Validate()
+			if err != nil {
+				Expect(err.Error()).NotTo(ContainSubstring("--roll-request-interval"))
+			}
+		}
+		Expect(parse().RollRequestInterval.String()).To(Equal("1m0s"))
+	})
+
+	It("refuses a health check period that would hammer the kube-apiserver, and defaults to Gardener's 30s", func() {
+		Expect(parse("--healthcheck-sync-period=5s").Validate()).To(MatchError(ContainSubstring("--healthcheck-sync-period 5s must be at least 10s")))
+		Expect(parse().HealthCheckSyncPeriod).To(Equal(30 * time.Second))
+		Expect(parse("--healthcheck-sync-period=5m").HealthCheckSyncPeriod).To(Equal(5 * time.Minute))
 	})
 
 	It("refuses a managed webhook certificate without a folder to write it to", func() {

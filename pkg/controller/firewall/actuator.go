@@ -15,6 +15,8 @@ import (
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
@@ -30,8 +32,10 @@ type actuator struct {
 	// direct reads and writes around the cache: where the cache may lag behind
 	// deletions, and for the boot ServiceAccounts, which the extension may
 	// list in its own namespace only (a cache would watch them cluster-wide).
-	direct client.Client
-	config Config
+	direct   client.Client
+	config   Config
+	clock    clock.Clock
+	recorder events.EventRecorder
 }
 
 // Config is what the operator sets.
@@ -58,6 +62,11 @@ const DefaultShootAccessTokenValidity = time.Hour
 // NewActuator returns the actuator of the `firewall` extension. direct is a
 // client without a cache.
 func NewActuator(c, direct client.Client, cfg Config) extension.Actuator {
+	return newActuator(c, direct, cfg, nil)
+}
+
+// newActuator is NewActuator with a recorder of the Extension's events.
+func newActuator(c, direct client.Client, cfg Config, recorder events.EventRecorder) extension.Actuator {
 	if cfg.ShootAccessTokenValidity == 0 {
 		cfg.ShootAccessTokenValidity = DefaultShootAccessTokenValidity
 	}
@@ -67,7 +76,7 @@ func NewActuator(c, direct client.Client, cfg Config) extension.Actuator {
 	if cfg.ReadyPollInterval == 0 {
 		cfg.ReadyPollInterval = DefaultReadyPollInterval
 	}
-	return &actuator{client: c, direct: direct, config: cfg}
+	return &actuator{client: c, direct: direct, config: cfg, clock: clock.RealClock{}, recorder: recorder}
 }
 
 // Reconcile makes the shoot's FirewallDeployment match its providerConfig
@@ -83,6 +92,14 @@ func (a *actuator) Reconcile(ctx context.Context, log logr.Logger, ex *extension
 	if err != nil {
 		return err
 	}
+	shoot, err := a.shootOf(ctx, ex.Namespace)
+	if err != nil {
+		return err
+	}
+	hibernated := hibernationEnabled(shoot)
+	maint := maintenanceOf(log, shoot, ex)
+	mayRoll, why := maint.allows(a.clock.Now())
+	var applied, pending []string
 	if err := a.reconcileShootAccess(ctx, ex.Namespace); err != nil {
 		return err
 	}
@@ -96,12 +113,19 @@ func (a *actuator) Reconcile(ctx context.Context, log logr.Logger, ex *extension
 
 	d := &firewallv1alpha1.FirewallDeployment{ObjectMeta: metav1.ObjectMeta{Name: constants.FirewallDeploymentName, Namespace: ex.Namespace}}
 	result, err := controllerutil.CreateOrUpdate(ctx, a.client, d, func() error {
+		// What runs now: nothing on creation or while no firewall runs, and
+		// then an update rolls nothing.
+		var running *firewallv1alpha1.FirewallSpec
+		if d.ResourceVersion != "" && d.Spec.Replicas > 0 {
+			running = d.Spec.Template.Spec.DeepCopy()
+		}
 		selector := map[string]string{constants.LabelFirewallDeployment: constants.FirewallDeploymentName}
 		d.Spec.Strategy = cfg.Strategy
 		if d.Spec.Strategy == "" {
 			d.Spec.Strategy = firewallv1alpha1.StrategyRollingUpdate
 		}
-		d.Spec.Replicas = 1
+		want := replicas(cfg.Hibernation, hibernated)
+		d.Spec.Replicas = want
 		d.Spec.Selector = selector
 		d.Spec.CreateTimeout, d.Spec.HealthTimeout = cfg.CreateTimeout, cfg.HealthTimeout
 		d.Spec.Template = firewallv1alpha1.FirewallTemplateSpec{
@@ -116,12 +140,22 @@ func (a *actuator) Reconcile(ctx context.Context, log logr.Logger, ex *extension
 				},
 			},
 		}
+		switch {
+		case running == nil || want == 0:
+		case mayRoll:
+			applied = changes(running, &d.Spec.Template.Spec)
+		default:
+			pending = holdBack(&d.Spec.Template.Spec, running)
+		}
 		return nil
 	})
 	if err != nil {
 		return fmt.Errorf("FirewallDeployment: %w", err)
 	}
-	log.Info("Reconciled FirewallDeployment", "result", result)
+	log.Info("Reconciled FirewallDeployment", "result", result, "applied", applied, "pending", pending)
+	if err := a.reportUpdate(ctx, ex, maint, applied, pending, why); err != nil {
+		return err
+	}
 	// A state is only meaningful between a Migrate and its Restore; left in
 	// place, an old one would be taken for a part of the next migration's.
 	if ex.Status.State != nil {
@@ -131,7 +165,7 @@ func (a *actuator) Reconcile(ctx context.Context, log logr.Logger, ex *extension
 			return fmt.Errorf("clearing the migration state: %w", err)
 		}
 	}
-	return a.waitUntilForwarding(ctx, log, ex, d.Generation)
+	return a.waitUntilForwarding(ctx, log, ex, d.Generation, hibernated)
 }
 
 // Delete removes the firewalls (their machines first, through the manager's

@@ -43,7 +43,7 @@ func AddToManagerWithOptions(ctx context.Context, mgr manager.Manager, opts AddO
 		return err
 	}
 	return extension.Add(mgr, extension.AddArgs{
-		Actuator:          NewActuator(mgr.GetClient(), direct, opts.Config),
+		Actuator:          newActuator(mgr.GetClient(), direct, opts.Config, mgr.GetEventRecorder(ControllerName)),
 		ControllerOptions: opts.Controller,
 		ExtensionClasses:  opts.ExtensionClasses,
 		Name:              ControllerName,

@@ -5,12 +5,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"time"
 
 	extensionsv1alpha1 "github.com/gardener/gardener/pkg/apis/extensions/v1alpha1"
 	"github.com/go-logr/logr"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	firewallv1alpha1 "github.com/metal-firewall/gardener-extension-firewall/pkg/apis/firewall/v1alpha1"
@@ -20,8 +22,13 @@ import (
 // the destination seed: enough to recreate the sets and Firewalls under the
 // same names, and for each Firewall the machine it already has.
 type state struct {
-	FirewallSets []firewallv1alpha1.FirewallSet `json:"firewallSets,omitempty"`
-	Firewalls    []firewallv1alpha1.Firewall    `json:"firewalls,omitempty"`
+	// FirewallDeployments carry what the providerConfig does not tell: the
+	// roll annotation (a roll asked from the shoot) and the image and agent
+	// held back for the maintenance window. Without them the restored
+	// deployment would roll at once.
+	FirewallDeployments []firewallv1alpha1.FirewallDeployment `json:"firewallDeployments,omitempty"`
+	FirewallSets        []firewallv1alpha1.FirewallSet        `json:"firewallSets,omitempty"`
+	Firewalls           []firewallv1alpha1.Firewall           `json:"firewalls,omitempty"`
 }
 
 // Migrate hands the firewall over without touching the machine: every
@@ -58,6 +65,9 @@ func (a *actuator) Migrate(ctx context.Context, log logr.Logger, ex *extensionsv
 	}
 
 	st := state{}
+	for _, d := range deployments.Items {
+		st.FirewallDeployments = append(st.FirewallDeployments, firewallv1alpha1.FirewallDeployment{ObjectMeta: portableMeta(d.ObjectMeta), Spec: d.Spec})
+	}
 	for _, s := range sets.Items {
 		st.FirewallSets = append(st.FirewallSets, firewallv1alpha1.FirewallSet{ObjectMeta: portableMeta(s.ObjectMeta), Spec: s.Spec})
 	}
@@ -143,6 +153,21 @@ func (a *actuator) Restore(ctx context.Context, log logr.Logger, ex *extensionsv
 			obj.Namespace = ex.Namespace
 			if err := a.client.Create(ctx, obj); err != nil && !apierrors.IsAlreadyExists(err) {
 				return fmt.Errorf("restoring FirewallSet %s: %w", s.Name, err)
+			}
+		}
+		// The deployment last: it adopts the sets rather than creating its own.
+		for _, d := range st.FirewallDeployments {
+			obj := d.DeepCopy()
+			obj.Namespace = ex.Namespace
+			if err := a.client.Create(ctx, obj); err != nil && !apierrors.IsAlreadyExists(err) {
+				return fmt.Errorf("restoring FirewallDeployment %s: %w", d.Name, err)
+			}
+			// Reconcile reads it through the cache: one that has not seen it
+			// yet would create it a second time and fail.
+			if err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+				return a.client.Get(ctx, client.ObjectKeyFromObject(obj), &firewallv1alpha1.FirewallDeployment{}) == nil, nil
+			}); err != nil {
+				return fmt.Errorf("restored FirewallDeployment %s not seen: %w", d.Name, err)
 			}
 		}
 		log.Info("Restored firewall state", "firewallSets", len(st.FirewallSets), "firewalls", len(st.Firewalls))

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"time"
 
-	extensionscontroller "github.com/gardener/gardener/extensions/pkg/controller"
 	v1beta1constants "github.com/gardener/gardener/pkg/apis/core/v1beta1/constants"
 	extensionsv1alpha1 "github.com/gardener/gardener/pkg/apis/extensions/v1alpha1"
 	retryutils "github.com/gardener/gardener/pkg/utils/retry"
@@ -39,20 +38,16 @@ var errInterrupted = errors.New("interrupted")
 // Processing Extension, but gives up on one that reports an error). While it
 // waits, the last operation's description says what is missing. After the
 // ready timeout it returns an error that says so.
-func (a *actuator) waitUntilForwarding(ctx context.Context, log logr.Logger, ex *extensionsv1alpha1.Extension, written int64) error {
+func (a *actuator) waitUntilForwarding(ctx context.Context, log logr.Logger, ex *extensionsv1alpha1.Extension, written int64, hibernated bool) error {
 	// A shoot going into or staying in hibernation has no nodes that need the
 	// firewall, and its kube-apiserver (which the agent reads) goes away; on
 	// waking up, hibernation is off again before gardenlet reconciles this.
-	cluster, err := extensionscontroller.GetCluster(ctx, a.client, ex.Namespace)
-	if client.IgnoreNotFound(err) != nil {
-		return err
-	}
-	if err == nil && cluster.Shoot != nil && extensionscontroller.IsHibernationEnabled(cluster) {
+	if hibernated {
 		log.Info("Hibernation is enabled: not waiting for the firewall to forward")
 		return nil
 	}
 	var missing, described string
-	err = retryutils.UntilTimeout(ctx, a.config.ReadyPollInterval, a.config.ReadyTimeout, func(ctx context.Context) (bool, error) {
+	err := retryutils.UntilTimeout(ctx, a.config.ReadyPollInterval, a.config.ReadyTimeout, func(ctx context.Context) (bool, error) {
 		if err := a.interrupted(ctx, ex); err != nil {
 			return retryutils.SevereError(err)
 		}

@@ -4,14 +4,17 @@
 package manager
 
 import (
+	"context"
 	"time"
 
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/controller/manager/firewalldeployment"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/controller/manager/firewallmachine"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/controller/manager/firewallset"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/controller/manager/machine"
+	"github.com/metal-firewall/gardener-extension-firewall/pkg/controller/manager/rollrequest"
 )
 
 // Options configure the firewall manager.
@@ -43,6 +46,12 @@ type Options struct {
 	// InDoubtSettle is how long only Find is asked after a Create whose
 	// outcome is unknown. Default firewallmachine.DefaultInDoubtSettle.
 	InDoubtSettle time.Duration
+	// ShootClient, when set, reaches a shoot namespace's shoot, where its
+	// owner asks for a roll (rollrequest); nil turns that off.
+	ShootClient func(ctx context.Context, namespace string) (client.Client, error)
+	// RollRequestInterval is how often each shoot is asked for roll
+	// requests. Default DefaultRollRequestInterval.
+	RollRequestInterval time.Duration
 	// Workers is how many objects each controller reconciles at once: a
 	// firewall's first reconcile waits on the provider and the seed's API
 	// (tokens, RBAC, access reviews). Default DefaultWorkers.
@@ -57,6 +66,8 @@ const (
 	DefaultMaxReplacements  = 3
 	DefaultHeartbeatTimeout = 3 * time.Minute
 	DefaultWorkers          = 10
+	// DefaultRollRequestInterval: a shoot owner's roll starts within a minute.
+	DefaultRollRequestInterval = time.Minute
 )
 
 // AddToManager adds the three controllers to mgr.
@@ -84,6 +95,14 @@ func AddToManager(mgr manager.Manager, opts Options) error {
 		MaxReplacements: opts.MaxReplacements, ReplacementBackoff: opts.ReplacementBackoff, Workers: opts.Workers,
 	}).AddToManager(mgr); err != nil {
 		return err
+	}
+	if opts.ShootClient != nil {
+		if opts.RollRequestInterval == 0 {
+			opts.RollRequestInterval = DefaultRollRequestInterval
+		}
+		if err := (&rollrequest.Reconciler{ShootClient: opts.ShootClient, Interval: opts.RollRequestInterval, Workers: opts.Workers}).AddToManager(mgr); err != nil {
+			return err
+		}
 	}
 	return (&firewallmachine.Reconciler{Provider: opts.Provider, HealthTimeout: opts.CreateTimeout, HeartbeatTimeout: opts.HeartbeatTimeout,
 		Bootstrap: opts.Bootstrap, InDoubtSettle: opts.InDoubtSettle, Workers: opts.Workers}).AddToManager(mgr)

@@ -135,7 +135,9 @@ func (a *Agent) apply(cfg *agentconfigv1alpha1.Config) (res nftables.Result, err
 		}
 	}
 	if a.dnsProxy != nil {
-		a.dnsProxy.SetSelectors(rs.FQDNSelectors())
+		if err := a.dnsProxy.SetSelectors(rs.FQDN); err != nil {
+			return res, fmt.Errorf("DNS proxy: %w", err)
+		}
 	}
 	return res, nil
 }

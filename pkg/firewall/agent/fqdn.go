@@ -122,7 +122,11 @@ func (a *Agent) startDNSProxy(ctx context.Context, dns *agentconfigv1alpha1.DNS)
 			a.Log.Error("the DNS proxy stopped; the nodes' DNS through the firewall gets no answer", "error", err)
 		}
 	}()
-	a.Log.Info("DNS proxy listening", "port", dns.ListenPort(), "upstreams", dns.Upstreams, "selectorsRestored", len(sets)/2)
+	restored := 0
+	for _, s := range sets {
+		restored += len(s.Elements)
+	}
+	a.Log.Info("DNS proxy listening", "port", dns.ListenPort(), "upstreams", dns.Upstreams, "fqdnSetsRestored", len(sets), "addressesRestored", restored)
 	a.dnsProxy, a.dnsConfig = p, dns
 	return nil
 }

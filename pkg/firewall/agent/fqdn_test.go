@@ -11,7 +11,6 @@ import (
 	agentconfigv1alpha1 "github.com/metal-firewall/gardener-extension-firewall/pkg/apis/agentconfig/v1alpha1"
 	fwv1alpha1 "github.com/metal-firewall/gardener-extension-firewall/pkg/apis/firewall/v1alpha1"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/firewall/dnsproxy"
-	"github.com/metal-firewall/gardener-extension-firewall/pkg/firewall/fqdn"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/firewall/nftables"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/firewall/ruleset"
 )
@@ -37,7 +36,7 @@ var _ = Describe("fqdnStatus", func() {
 		for i := range fwv1alpha1.MaxStatusFQDNs + 6 {
 			sel := fwv1alpha1.FQDNSelector{MatchName: fmt.Sprintf("n%d.example.com", i)}
 			spec.Egress = append(spec.Egress, fwv1alpha1.EgressRule{ToFQDNs: []fwv1alpha1.FQDNSelector{sel}})
-			set := nftables.FQDNSetContent{Name: ruleset.FQDNSetName(fqdn.FromAPI(sel), false), Comment: fqdn.FromAPI(sel).Key()}
+			set := nftables.FQDNSetContent{Name: ruleset.FQDNSetName(fmt.Sprintf("fqdn_%d", i), false)}
 			for j := range 20 {
 				set.Elements = append(set.Elements, nftables.FQDNElement{Addr: netip.AddrFrom4([4]byte{192, 0, 2, byte(100 - j)}), Timeout: time.Minute, Comment: sel.MatchName})
 			}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/netip"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -43,27 +44,33 @@ const (
 // boundMemory is how long a selector's status tells that it hit a bound.
 const boundMemory = 10 * time.Minute
 
-// found is an address in an answer: name owns it, selectors allow it.
+// found is an address in an answer: name owns it, selectors allow it, as
+// they match one of names (the chain from the asked name to name).
 type found struct {
 	name      string
+	names     []string
 	addr      netip.Addr
 	ttl       time.Duration
 	selectors []*selectorState
 }
 
 // allowed is what the proxy has allowed, per selector: the addresses with
-// the time they expire (as in the kernel), and by which name. Readers ask
-// whether an answer needs a set update. State changes only once the kernel
-// has the update, so nobody releases an answer for an address whose update
-// is still in flight: a reader that does not find it fresh becomes a writer
-// and waits for the write in flight. Writers take turns (write); mu is held
-// for reading and changing the state only, never across the kernel's
-// update, so answers that need none are not held up by one that does.
+// the time they expire, and by which name; and per FQDN set (shared by the
+// selectors of one port list) the addresses the kernel holds, with their
+// expiry there and the names their comment carries. An address stays in a
+// set while some selector bound to the set allows it. Readers ask whether
+// an answer needs a set update. State changes only once the kernel has the
+// update, so nobody releases an answer for an address whose update is still
+// in flight: a reader that does not find it fresh becomes a writer and
+// waits for the write in flight. Writers take turns (write); mu is held for
+// reading and changing the state only, never across the kernel's update, so
+// answers that need none are not held up by one that does.
 type allowed struct {
 	write   sync.Mutex
 	mu      sync.RWMutex
 	matcher *fqdn.Matcher
 	sels    []*selectorState
+	sets    map[string]*setState
 	total   int
 }
 
@@ -71,7 +78,9 @@ type selectorState struct {
 	sel fqdn.Selector
 	// gone tells that the selector is no longer enforced: what was matched
 	// before is not written.
-	gone  bool
+	gone bool
+	// sets are the FQDN sets its addresses go to.
+	sets  []*setState
 	addrs map[netip.Addr]*addrState
 	// names counts the addresses of each name.
 	names map[string]int
@@ -85,104 +94,33 @@ type addrState struct {
 	name    string
 }
 
-func newAllowed() *allowed { return &allowed{matcher: fqdn.NewMatcher(nil)} }
+// setState is an FQDN set (both families) as the kernel holds it.
+type setState struct {
+	base  string
+	elems map[netip.Addr]*elemState
+}
+
+// elemState is an element of an FQDN set: when the kernel drops it, and
+// the names its comment carries (which selectors allowed it, for a
+// restarted agent).
+type elemState struct {
+	expires time.Time
+	names   []string
+}
+
+func newAllowed() *allowed {
+	return &allowed{matcher: fqdn.NewMatcher(nil), sets: map[string]*setState{}}
+}
 
 func newSelectorState(sel fqdn.Selector) *selectorState {
 	return &selectorState{sel: sel, addrs: map[netip.Addr]*addrState{}, names: map[string]int{}}
 }
 
-// setSelectors makes sels the selectors the proxy enforces, keeping what
-// was allowed for those that stay and forgetting the others (their sets are
-// gone with them).
-func (a *allowed) setSelectors(sels []fqdn.Selector) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	old := map[fqdn.Selector]*selectorState{}
-	for _, s := range a.sels {
-		old[s.sel] = s
-	}
-	a.sels, a.total = make([]*selectorState, len(sels)), 0
-	for i, sel := range sels {
-		st := old[sel]
-		if st == nil {
-			st = newSelectorState(sel)
-		}
-		delete(old, sel)
-		a.sels[i] = st
-		a.total += len(st.addrs)
-	}
-	for _, st := range old {
-		st.gone = true
-	}
-	a.matcher = fqdn.NewMatcher(sels)
+func newSetState(base string) *setState {
+	return &setState{base: base, elems: map[netip.Addr]*elemState{}}
 }
 
-// restore takes what the kernel's FQDN sets hold, after a restart: their
-// selectors (from the sets' comments) become the ones enforced until the
-// first apply says otherwise.
-func (a *allowed) restore(sets []nftables.FQDNSetContent, now time.Time) {
-	bySel := map[fqdn.Selector]*selectorState{}
-	var sels []fqdn.Selector
-	for _, set := range sets {
-		sel, ok := fqdn.ParseKey(set.Comment)
-		if !ok || set.Name != ruleset.FQDNSetName(sel, set.V6) {
-			continue // not ours to interpret
-		}
-		st := bySel[sel]
-		if st == nil {
-			st = newSelectorState(sel)
-			bySel[sel] = st
-			sels = append(sels, sel)
-		}
-		for _, e := range set.Elements {
-			if e.Timeout <= 0 || e.Addr.Is6() != set.V6 {
-				continue
-			}
-			name, _ := fqdn.CanonicalName(e.Comment)
-			st.put(e.Addr, name, now.Add(e.Timeout))
-		}
-	}
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	for _, st := range a.sels {
-		st.gone = true
-	}
-	a.sels, a.total = nil, 0
-	for _, sel := range sels {
-		a.sels = append(a.sels, bySel[sel])
-		a.total += len(bySel[sel].addrs)
-	}
-	a.matcher = fqdn.NewMatcher(sels)
-}
-
-func (s *selectorState) put(addr netip.Addr, name string, expires time.Time) (added bool) {
-	st := s.addrs[addr]
-	if st == nil {
-		st = &addrState{}
-		s.addrs[addr] = st
-		added = true
-	} else if st.name != name {
-		s.names[st.name]--
-		if s.names[st.name] <= 0 {
-			delete(s.names, st.name)
-		}
-	}
-	st.expires, st.name = expires, name
-	s.names[name]++
-	return added
-}
-
-func (s *selectorState) remove(addr netip.Addr) {
-	st := s.addrs[addr]
-	if st == nil {
-		return
-	}
-	delete(s.addrs, addr)
-	s.names[st.name]--
-	if s.names[st.name] <= 0 {
-		delete(s.names, st.name)
-	}
-}
+func (s *selectorState) boundTo(set *setState) bool { return slices.Contains(s.sets, set) }
 
 // expiresFor is when an address with the given TTL expires: the TTL capped
 // at a day, at least the floor, plus the grace period.
@@ -232,9 +170,40 @@ func (a *allowed) fresh(found []found, now time.Time, floor, grace time.Duration
 	for _, f := range found {
 		want := expiresFor(now, f.ttl, floor, grace).Add(-refreshSlack(grace))
 		for _, sel := range f.selectors {
-			st := sel.addrs[f.addr]
-			if !sel.gone && (st == nil || st.expires.Before(want)) {
+			if sel.gone {
+				continue
+			}
+			if st := sel.addrs[f.addr]; st == nil || st.expires.Before(want) {
 				return false
+			}
+			for _, set := range sel.sets {
+				if el := set.elems[f.addr]; el == nil || el.expires.Before(want) || namesMissing(el.names, f.names) {
+					return false
+				}
+			}
+		}
+	}
+	return true
+}
+
+// live tells whether every address found is in every set it belongs in,
+// for its selectors, for at least margin from now.
+func (a *allowed) live(found []found, now time.Time, margin time.Duration) bool {
+	a.mu.RLock()
+	defer a.mu.RUnlock()
+	until := now.Add(margin)
+	for _, f := range found {
+		for _, sel := range f.selectors {
+			if sel.gone {
+				continue
+			}
+			if st := sel.addrs[f.addr]; st == nil || !st.expires.After(until) {
+				return false
+			}
+			for _, set := range sel.sets {
+				if el := set.elems[f.addr]; el == nil || !el.expires.After(until) {
+					return false
+				}
 			}
 		}
 	}
@@ -256,9 +225,17 @@ func (a *allowed) update(found []found, now time.Time, floor, grace time.Duratio
 		name    string
 		expires time.Time
 	}
+	type elemKey struct {
+		set  *setState
+		addr netip.Addr
+	}
 	var (
 		changes []change
 		elems   []nftables.FQDNElement
+		planned = map[elemKey]int{} // index in elems and setChanges
+		// setChanges are the elements as the kernel will hold them.
+		setChanges []elemKey
+		setStates  []elemState
 	)
 	// Counts as they will be after the changes planned so far.
 	newNames := map[*selectorState]map[string]int{}
@@ -278,12 +255,18 @@ func (a *allowed) update(found []found, now time.Time, floor, grace time.Duratio
 	}
 	for _, f := range found {
 		expires := expiresFor(now, f.ttl, floor, grace)
+		stale := expires.Add(-refreshSlack(grace))
 		for _, st := range f.selectors {
 			if st.gone {
 				continue
 			}
 			cur := st.addrs[f.addr]
-			if cur != nil && !cur.expires.Before(expires.Add(-refreshSlack(grace))) {
+			needs := cur == nil || cur.expires.Before(stale)
+			for _, set := range st.sets {
+				el := set.elems[f.addr]
+				needs = needs || el == nil || el.expires.Before(stale) || namesMissing(el.names, f.names)
+			}
+			if !needs {
 				continue
 			}
 			live := cur != nil && cur.expires.After(now)
@@ -310,10 +293,36 @@ func (a *allowed) update(found []found, now time.Time, floor, grace time.Duratio
 				}
 			}
 			changes = append(changes, change{st, f.addr, f.name, expires})
-			elems = append(elems, nftables.FQDNElement{
-				Set: ruleset.FQDNSetName(st.sel, f.addr.Is6()), Addr: f.addr, Timeout: expires.Sub(now),
-				Refresh: cur != nil && cur.expires.After(now.Add(2*time.Second)), Comment: f.name,
-			})
+			// One element per set, whichever of its selectors asks.
+			for _, set := range st.sets {
+				key := elemKey{set, f.addr}
+				el := set.elems[f.addr]
+				if i, ok := planned[key]; ok {
+					setStates[i].names = mergeNames(f.names, setStates[i].names)
+					elems[i].Comment = commentOf(setStates[i].names)
+					continue
+				}
+				// An element another selector's name added is written again
+				// with this one's names too: a restarted agent learns from
+				// the comment which selectors allow it.
+				if el != nil && !el.expires.Before(stale) && !namesMissing(el.names, f.names) {
+					continue
+				}
+				next := elemState{expires: expires, names: f.names}
+				if el != nil {
+					next.names = mergeNames(f.names, el.names)
+					if el.expires.After(expires) {
+						next.expires = el.expires
+					}
+				}
+				planned[key] = len(elems)
+				setChanges = append(setChanges, key)
+				setStates = append(setStates, next)
+				elems = append(elems, nftables.FQDNElement{
+					Set: ruleset.FQDNSetName(set.base, f.addr.Is6()), Addr: f.addr, Timeout: next.expires.Sub(now),
+					Refresh: el != nil && el.expires.After(now.Add(2*time.Second)), Comment: commentOf(next.names),
+				})
+			}
 		}
 	}
 	a.mu.RUnlock()
@@ -328,14 +337,60 @@ func (a *allowed) update(found []found, now time.Time, floor, grace time.Duratio
 	if err != nil {
 		return hit, err
 	}
+	for i, key := range setChanges {
+		el := setStates[i]
+		key.set.elems[key.addr] = &el
+	}
 	for _, c := range changes {
-		// A selector dropped meanwhile took its set with it.
-		if !c.st.gone && c.st.put(c.addr, c.name, c.expires) {
+		if c.st.gone {
+			continue
+		}
+		if cur := c.st.addrs[c.addr]; cur != nil && cur.expires.After(c.expires) {
+			c.expires = cur.expires
+		}
+		if c.st.put(c.addr, c.name, c.expires) {
 			a.total++
 		}
 	}
 	return hit, nil
 }
+
+// maxComment is the longest element comment written: the kernel keeps 256
+// bytes of user data, with a type and a length byte.
+const maxComment = 250
+
+// mergeNames returns the names of first and then those of second that are
+// not among them, as many as fit a comment.
+func mergeNames(first, second []string) []string {
+	out := make([]string, 0, len(first)+len(second))
+	size := -1
+	for _, n := range slices.Concat(first, second) {
+		if slices.Contains(out, n) || size+1+len(n) > maxComment {
+			continue
+		}
+		out = append(out, n)
+		size += 1 + len(n)
+	}
+	return out
+}
+
+// namesMissing tells whether names has one that have lacks and a comment
+// with have would still take.
+func namesMissing(have, names []string) bool {
+	size := -1
+	for _, n := range have {
+		size += 1 + len(n)
+	}
+	for _, n := range names {
+		if !slices.Contains(have, n) && size+1+len(n) <= maxComment {
+			return true
+		}
+	}
+	return false
+}
+
+// commentOf is the comment of an element: its names, separated by blanks.
+func commentOf(names []string) string { return strings.Join(names, " ") }
 
 // countNew counts the names that nn adds.
 func countNew(nn map[string]int) int {
@@ -357,6 +412,13 @@ func (a *allowed) sweep(now time.Time) {
 			if !s.expires.After(now) {
 				st.remove(addr)
 				a.total--
+			}
+		}
+	}
+	for _, set := range a.sets {
+		for addr, el := range set.elems {
+			if !el.expires.After(now) {
+				delete(set.elems, addr)
 			}
 		}
 	}

@@ -4,6 +4,8 @@
 // addresses in the nftables sets of every selector that matches the name
 // (following CNAME chains inside the answer), each for its TTL with a floor
 // and a grace period. So the first connection after an answer already passes.
+// The selectors of one port list share a set; the proxy keeps which of them
+// allow each element, and deletes an element when none does any more.
 //
 // Only the answer section counts, only records of the asked name or of its
 // CNAME chain, of the asked type, with a unicast address; a response must

@@ -2,6 +2,8 @@ package dnsproxy_test
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"net/netip"
 	"slices"
 	"sync"
@@ -77,12 +79,25 @@ func (r *recorder) written() map[string][]string {
 	defer r.mu.Unlock()
 	out := map[string][]string{}
 	for _, e := range r.elems {
-		if !slices.Contains(out[e.Set], e.Addr.String()) {
+		if !e.Delete && !slices.Contains(out[e.Set], e.Addr.String()) {
 			out[e.Set] = append(out[e.Set], e.Addr.String())
 		}
 	}
 	for k := range out {
 		slices.Sort(out[k])
+	}
+	return out
+}
+
+// deleted returns the addresses deleted per set, in order.
+func (r *recorder) deleted() map[string][]string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := map[string][]string{}
+	for _, e := range r.elems {
+		if e.Delete {
+			out[e.Set] = append(out[e.Set], e.Addr.String())
+		}
 	}
 	return out
 }
@@ -116,7 +131,23 @@ func (o *observer) bound(b string) int {
 
 func sel(s fwv1alpha1.FQDNSelector) fqdn.Selector { return fqdn.FromAPI(s) }
 
-func set(s fwv1alpha1.FQDNSelector, v6 bool) string { return ruleset.FQDNSetName(sel(s), v6) }
+// base is the set of a selector alone, as the tests bind each selector
+// unless they share sets on purpose.
+func base(s fwv1alpha1.FQDNSelector) string {
+	sum := sha256.Sum256([]byte(sel(s).Key()))
+	return "fqdn_" + hex.EncodeToString(sum[:8])
+}
+
+func set(s fwv1alpha1.FQDNSelector, v6 bool) string { return ruleset.FQDNSetName(base(s), v6) }
+
+// bindings binds each selector to a set of its own.
+func bindings(selectors ...fwv1alpha1.FQDNSelector) []ruleset.FQDNBinding {
+	var out []ruleset.FQDNBinding
+	for _, s := range selectors {
+		out = append(out, ruleset.FQDNBinding{Selector: sel(s), Sets: []string{base(s)}})
+	}
+	return out
+}
 
 type fixture struct {
 	upstream *dnsproxytest.Server
@@ -142,11 +173,7 @@ func start(reply dnsproxytest.Reply, bounds dnsproxy.Bounds, selectors ...fwv1al
 		TTLFloor: 10 * time.Second, Grace: 5 * time.Second, Bounds: bounds, UpstreamTimeout: 300 * time.Millisecond,
 		Updater: f.rec, Observer: f.obs,
 	})
-	var sels []fqdn.Selector
-	for _, s := range selectors {
-		sels = append(sels, sel(s))
-	}
-	f.proxy.SetSelectors(sels)
+	Expect(f.proxy.SetSelectors(bindings(selectors...))).To(Succeed())
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- f.proxy.Run(ctx) }()

@@ -13,6 +13,7 @@ import (
 
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/firewall/fqdn"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/firewall/nftables"
+	"github.com/metal-firewall/gardener-extension-firewall/pkg/firewall/ruleset"
 )
 
 // Updater writes allowed addresses into the kernel's FQDN sets and returns
@@ -62,6 +63,8 @@ type Proxy struct {
 	upstreams upstreams
 	allowed   *allowed
 	ready     chan struct{}
+	// refreshes are the refreshes of answers already released.
+	refreshes chan refresh
 	mu        sync.Mutex
 	addrs     []net.Addr
 }
@@ -82,6 +85,7 @@ func New(opts Options) *Proxy {
 		upstreams: upstreams{addrs: opts.Upstreams, timeout: opts.UpstreamTimeout},
 		allowed:   newAllowed(),
 		ready:     make(chan struct{}),
+		refreshes: make(chan refresh, 256),
 	}
 }
 
@@ -92,11 +96,24 @@ func (p *Proxy) Restore(sets []nftables.FQDNSetContent) {
 	p.observeAllowed()
 }
 
-// SetSelectors makes sels the enforced selectors: those of the ruleset just
-// applied, whose sets exist.
-func (p *Proxy) SetSelectors(sels []fqdn.Selector) {
-	p.allowed.setSelectors(sels)
+// SetSelectors makes bindings the enforced selectors and the sets their
+// addresses go to: those of the ruleset just applied, whose sets exist. It
+// deletes from the sets the addresses no selector allows any more (a
+// removed selector's, unless another selector of its set allows them too),
+// and returns once the kernel has done so.
+func (p *Proxy) SetSelectors(bindings []ruleset.FQDNBinding) error {
+	start := time.Now()
+	written := 0
+	err := p.allowed.setSelectors(bindings, start, func(elems []nftables.FQDNElement) error {
+		written = len(elems)
+		_, err := p.opts.Updater.UpdateFQDN(elems)
+		return err
+	})
+	if written > 0 {
+		p.opts.Observer.ObserveFQDNUpdate(written, time.Since(start), err)
+	}
 	p.observeAllowed()
+	return err
 }
 
 // Status returns what the proxy allows for sel now, listing at most limit
@@ -134,6 +151,7 @@ func (p *Proxy) Run(ctx context.Context) error {
 	for _, s := range servers {
 		go func() { errs <- s.ActivateAndServe() }()
 	}
+	go p.refresher(ctx)
 	sweep := time.NewTicker(10 * time.Second)
 	defer sweep.Stop()
 	for {
@@ -246,13 +264,69 @@ func (p *Proxy) learn(q dns.Question, resp *dns.Msg) {
 			continue
 		}
 		for _, a := range owned[i] {
-			addrs = append(addrs, found{name: name, addr: a.addr, ttl: a.ttl, selectors: sels[i]})
+			addrs = append(addrs, found{name: name, names: chain[:i+1], addr: a.addr, ttl: a.ttl, selectors: sels[i]})
 		}
 	}
 	now := time.Now()
 	if len(addrs) == 0 || p.allowed.fresh(addrs, now, p.opts.TTLFloor, p.opts.Grace) {
 		return
 	}
+	// Addresses that every set holds for a while yet let the answer go
+	// before their refresh commits: the first SYN finds them anyway. The
+	// refresh then costs the client no kernel transaction, and the answers
+	// of many names whose refreshes fall due together (all asked at start)
+	// do not queue behind each other's.
+	if p.allowed.live(addrs, now, liveMargin) {
+		select {
+		case p.refreshes <- refresh{name: q.Name, addrs: addrs, at: now}:
+			return
+		default: // the queue is full: refresh before the answer
+		}
+	}
+	p.allow(q.Name, addrs, now)
+}
+
+// liveMargin is how long an address must stay allowed for its answer to
+// be released before the refresh commits.
+const liveMargin = 5 * time.Second
+
+// refresh is an answer's refresh, done after its release.
+type refresh struct {
+	name  string
+	addrs []found
+	at    time.Time
+}
+
+// refresher does the queued refreshes until ctx is done: those queued
+// meanwhile in one kernel transaction, as of the oldest answer among them.
+func (p *Proxy) refresher(ctx context.Context) {
+	for {
+		var r refresh
+		select {
+		case <-ctx.Done():
+			return
+		case r = <-p.refreshes:
+		}
+		addrs := r.addrs
+	more:
+		for range cap(p.refreshes) {
+			select {
+			case next := <-p.refreshes:
+				addrs = append(addrs, next.addrs...)
+				if next.at.Before(r.at) {
+					r.at = next.at
+				}
+			default:
+				break more
+			}
+		}
+		p.allow(r.name, addrs, r.at)
+	}
+}
+
+// allow writes what was found into the sets and returns once the kernel
+// has it.
+func (p *Proxy) allow(name string, addrs []found, now time.Time) {
 	written := 0
 	start := time.Now()
 	hit, err := p.allowed.update(addrs, now, p.opts.TTLFloor, p.opts.Grace, p.opts.Bounds, func(elems []nftables.FQDNElement) error {
@@ -265,10 +339,10 @@ func (p *Proxy) learn(q dns.Question, resp *dns.Msg) {
 	}
 	for _, b := range hit {
 		p.opts.Observer.ObserveFQDNBound(b)
-		p.opts.Log.Warn("DNS proxy bound reached: addresses left out", "bound", b, "name", q.Name)
+		p.opts.Log.Warn("DNS proxy bound reached: addresses left out", "bound", b, "name", name)
 	}
 	if err != nil {
-		p.opts.Log.Error("allowing the addresses of an answer; connections to them are dropped", "name", q.Name, "error", err)
+		p.opts.Log.Error("allowing the addresses of an answer; connections to them are dropped", "name", name, "error", err)
 	}
 	p.observeAllowed()
 }

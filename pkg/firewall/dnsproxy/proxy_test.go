@@ -14,7 +14,6 @@ import (
 	fwv1alpha1 "github.com/metal-firewall/gardener-extension-firewall/pkg/apis/firewall/v1alpha1"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/firewall/dnsproxy"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/firewall/dnsproxy/dnsproxytest"
-	"github.com/metal-firewall/gardener-extension-firewall/pkg/firewall/fqdn"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/firewall/nftables"
 )
 
@@ -244,8 +243,10 @@ var _ = Describe("Proxy", func() {
 		f.ask("udp", "api.github.com.", dns.TypeA)
 		Expect(f.rec.updates()).To(Equal(1))
 		f.upstream.SetReply(withTTL("300"))
-		f.ask("udp", "api.github.com.", dns.TypeA)
-		Expect(f.rec.updates()).To(Equal(2))
+		gate := f.rec.hold()
+		f.ask("udp", "api.github.com.", dns.TypeA) // released before its refresh: 192.0.2.1 is allowed for 35s yet
+		close(gate)
+		Eventually(f.rec.updates).Should(Equal(2))
 		Expect(f.rec.elem(1)).To(And(HaveField("Timeout", 305*time.Second), HaveField("Refresh", true)))
 	})
 
@@ -299,7 +300,8 @@ var _ = Describe("Proxy", func() {
 		f.ask("udp", "api.github.com.", dns.TypeA)
 		Expect(f.rec.written()).To(Equal(map[string][]string{set(github, false): {"192.0.2.7"}}))
 
-		f.proxy.SetSelectors([]fqdn.Selector{sel(target)})
+		Expect(f.proxy.SetSelectors(bindings(target))).To(Succeed())
+		Expect(f.rec.deleted()).To(BeEmpty(), "the removed selector's set went with the table")
 		Expect(f.proxy.Status(sel(github), 16).Enforced).To(BeFalse())
 		f.ask("udp", "api.github.com.", dns.TypeA)
 		f.ask("udp", "target.example.org.", dns.TypeA)

@@ -1,8 +1,6 @@
 package fqdn
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"strings"
 
 	fwv1alpha1 "github.com/metal-firewall/gardener-extension-firewall/pkg/apis/firewall/v1alpha1"
@@ -69,14 +67,6 @@ func ParseKey(key string) (Selector, bool) {
 		}
 	}
 	return s, true
-}
-
-// SetBase is the base name of the selector's nftables sets: a hash of its
-// key, so that the name is short, and the same for the same selector in
-// every policy and every run of the agent.
-func (s Selector) SetBase() string {
-	sum := sha256.Sum256([]byte(s.Key()))
-	return "fqdn_" + hex.EncodeToString(sum[:8])
 }
 
 // Matches tells whether the selector matches a name in canonical form (see

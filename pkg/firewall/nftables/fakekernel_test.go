@@ -2,7 +2,9 @@ package nftables_test
 
 import (
 	"encoding/binary"
+	"fmt"
 	"maps"
+	"net/netip"
 	"slices"
 
 	"github.com/mdlayher/netlink"
@@ -30,7 +32,7 @@ type fakeTable struct {
 	chains []netlink.Message
 	rules  map[string][]netlink.Message // by chain
 	sets   []netlink.Message
-	elems  map[string]map[string]bool // by set, the encoded elements
+	elems  map[string]map[string]string // by set: the encoded elements by their key, as the kernel tells them apart
 }
 
 func newFakeKernel() *fakeKernel { return &fakeKernel{tables: map[string]*fakeTable{}} }
@@ -76,7 +78,7 @@ func (k *fakeKernel) dial(req []netlink.Message) ([]netlink.Message, error) {
 			for chunk := range slices.Chunk(slices.Sorted(maps.Keys(t.elems[set])), 256) {
 				var items []netlink.Attribute
 				for _, e := range chunk {
-					items = append(items, netlink.Attribute{Type: unix.NLA_F_NESTED | unix.NFTA_LIST_ELEM, Data: []byte(e)})
+					items = append(items, netlink.Attribute{Type: unix.NLA_F_NESTED | unix.NFTA_LIST_ELEM, Data: []byte(t.elems[set][e])})
 				}
 				out = append(out, netlink.Message{
 					Header: netlink.Header{Type: nftType(unix.NFT_MSG_NEWSETELEM)},
@@ -131,7 +133,7 @@ func apply(tables map[string]*fakeTable, m netlink.Message) unix.Errno {
 	case unix.NFT_MSG_NEWTABLE:
 		name := attrString(m, unix.NFTA_TABLE_NAME)
 		if tables[name] == nil {
-			tables[name] = &fakeTable{table: m, rules: map[string][]netlink.Message{}, elems: map[string]map[string]bool{}}
+			tables[name] = &fakeTable{table: m, rules: map[string][]netlink.Message{}, elems: map[string]map[string]string{}}
 		}
 		return 0
 	case unix.NFT_MSG_DELTABLE:
@@ -155,7 +157,7 @@ func apply(tables map[string]*fakeTable, m netlink.Message) unix.Errno {
 			return unix.ENOENT
 		}
 		t.sets = append(t.sets, m)
-		t.elems[attrString(m, unix.NFTA_SET_NAME)] = map[string]bool{}
+		t.elems[attrString(m, unix.NFTA_SET_NAME)] = map[string]string{}
 	case unix.NFT_MSG_NEWRULE:
 		t := tables[attrString(m, unix.NFTA_RULE_TABLE)]
 		chain := attrString(m, unix.NFTA_RULE_CHAIN)
@@ -173,14 +175,17 @@ func apply(tables map[string]*fakeTable, m netlink.Message) unix.Errno {
 			return unix.ENOENT
 		}
 		for _, item := range listItems(m) {
+			id := elemID(item)
 			if opOf(m) == unix.NFT_MSG_NEWSETELEM {
-				set[string(item)] = true
+				if _, ok := set[id]; !ok {
+					set[id] = string(item)
+				}
 				continue
 			}
-			if !set[string(item)] {
+			if _, ok := set[id]; !ok {
 				return unix.ENOENT
 			}
-			delete(set, string(item))
+			delete(set, id)
 		}
 	default:
 		return unix.EOPNOTSUPP
@@ -188,9 +193,31 @@ func apply(tables map[string]*fakeTable, m netlink.Message) unix.Errno {
 	return 0
 }
 
+// elemID is what tells elements apart in a set: key, key end and flags, not
+// timeout or comment. An add of an element the set holds changes nothing (a
+// kernel before 6.10 keeps its timeout too).
+func elemID(item []byte) string {
+	e := decodeItem(item)
+	return fmt.Sprintf("%x-%x-%t", e.Key, e.KeyEnd, e.IntervalEnd)
+}
+
+// elements returns the addresses in an FQDN set, sorted.
+func (k *fakeKernel) addresses(table, set string) []string {
+	var out []string
+	if t := k.tables[table]; t != nil {
+		for _, e := range t.elems[set] {
+			if a, ok := netip.AddrFromSlice(decodeItem([]byte(e)).Key); ok {
+				out = append(out, a.String())
+			}
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
 func (t *fakeTable) clone() *fakeTable {
 	c := &fakeTable{table: t.table, chains: slices.Clone(t.chains), sets: slices.Clone(t.sets),
-		rules: map[string][]netlink.Message{}, elems: map[string]map[string]bool{}}
+		rules: map[string][]netlink.Message{}, elems: map[string]map[string]string{}}
 	for k, v := range t.rules {
 		c.rules[k] = slices.Clone(v)
 	}
@@ -214,9 +241,9 @@ func (k *fakeKernel) elementCount(table string) int {
 // deleteElement removes one element of set behind the Programmer's back, as
 // another process would, and counts a generation.
 func (k *fakeKernel) deleteElement(table, set string, match func(setElem) bool) bool {
-	for e := range k.tables[table].elems[set] {
+	for id, e := range k.tables[table].elems[set] {
 		if match(decodeItem([]byte(e))) {
-			delete(k.tables[table].elems[set], e)
+			delete(k.tables[table].elems[set], id)
 			k.gen++
 			return true
 		}

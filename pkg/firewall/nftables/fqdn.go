@@ -15,7 +15,7 @@ import (
 )
 
 // FQDNElement is an address the DNS proxy allows in one FQDN set, for
-// Timeout from now.
+// Timeout from now, or, with Delete, no longer allows.
 type FQDNElement struct {
 	Set  string
 	Addr netip.Addr
@@ -25,8 +25,12 @@ type FQDNElement struct {
 	// replaced (a delete and an add in one transaction, which every kernel
 	// honours; an add alone leaves the old timeout on kernels before 6.10).
 	Refresh bool
-	// Comment is kept with the element: the name it was allowed for.
+	// Comment is kept with the element: the names it was allowed for, so
+	// that a restarted agent knows which selectors allowed it.
 	Comment string
+	// Delete removes the address from the set; whether the set still holds
+	// it or not (it may have expired meanwhile).
+	Delete bool
 }
 
 // FQDNSetContent is an FQDN set as the kernel holds it.
@@ -38,8 +42,9 @@ type FQDNSetContent struct {
 	Elements []FQDNElement
 }
 
-// UpdateFQDN adds elements to FQDN sets in one transaction and returns once
-// the kernel committed them: the DNS proxy releases an answer only then.
+// UpdateFQDN adds (and deletes) elements of FQDN sets in one transaction and
+// returns once the kernel committed them: the DNS proxy releases an answer
+// only then.
 // Elements of sets that the last Apply did not create are left out and
 // counted in skipped (a selector just removed, or not yet applied). If the
 // transaction fails because a refreshed address has gone meanwhile (expired,
@@ -81,6 +86,8 @@ func (p *Programmer) sendFQDN(elems []FQDNElement, refresh bool) error {
 	type batch struct {
 		set      *nftables.Set
 		del, add []nftables.SetElement
+		// del2 goes after the adds: the deletes of Delete elements.
+		del2 []nftables.SetElement
 	}
 	var order []string
 	batches := map[string]*batch{}
@@ -96,6 +103,14 @@ func (p *Programmer) sendFQDN(elems []FQDNElement, refresh bool) error {
 			order = append(order, e.Set)
 		}
 		el := nftables.SetElement{Key: e.Addr.AsSlice(), Timeout: max(e.Timeout, time.Millisecond), Comment: e.Comment}
+		if e.Delete {
+			// Added first, with a short timeout, so that the delete cannot
+			// fail on an element that expired meanwhile: an add of an element
+			// the set holds is no error, a delete of one it lacks is.
+			b.add = append(b.add, nftables.SetElement{Key: el.Key, Timeout: time.Second})
+			b.del2 = append(b.del2, nftables.SetElement{Key: el.Key})
+			continue
+		}
 		if refresh && e.Refresh {
 			b.del = append(b.del, nftables.SetElement{Key: el.Key})
 		}
@@ -107,6 +122,9 @@ func (p *Programmer) sendFQDN(elems []FQDNElement, refresh bool) error {
 			return err
 		}
 		if err := addChunked(c, b.set, b.add); err != nil {
+			return err
+		}
+		if err := deleteChunked(c, b.set, b.del2); err != nil {
 			return err
 		}
 	}

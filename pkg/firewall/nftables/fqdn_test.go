@@ -26,8 +26,17 @@ func fqdnPolicy(sels ...fwv1alpha1.FQDNSelector) *fwv1alpha1.PolicySpec {
 	return &fwv1alpha1.PolicySpec{Egress: []fwv1alpha1.EgressRule{{ToFQDNs: sels, Ports: []fwv1alpha1.PolicyPort{{Port: ptr.To(int32(443))}, {Protocol: "UDP", Port: ptr.To(int32(443))}}}}}
 }
 
-func setOf(sel fwv1alpha1.FQDNSelector, v6 bool) string {
-	return ruleset.FQDNSetName(fqdn.FromAPI(sel), v6)
+// setOf returns the name of the FQDN set that takes sel's addresses in rs
+// (its first port list's).
+func setOf(rs *ruleset.Ruleset, sel fwv1alpha1.FQDNSelector, v6 bool) string {
+	GinkgoHelper()
+	for _, b := range rs.FQDN {
+		if b.Selector == fqdn.FromAPI(sel) {
+			return ruleset.FQDNSetName(b.Sets[0], v6)
+		}
+	}
+	Fail("no FQDN set for " + sel.MatchName + sel.MatchPattern)
+	return ""
 }
 
 // expiresIn returns the seconds an element of the set has left, as nft
@@ -66,78 +75,123 @@ var _ = Describe("Programmer with FQDN sets", func() {
 		Expect(res.Mode).To(Equal(nftables.Unchanged), "what the kernel lists is what was asked for")
 	})
 
-	It("adds addresses with timeouts, refreshes them, and keeps them across applies and table replacements", func() {
-		_, err := p.Apply(build(mixed, fqdnPolicy(github, s3)))
+	It("adds addresses with timeouts, refreshes and deletes them, and keeps them across applies and table replacements", func() {
+		rs := build(mixed, fqdnPolicy(github, s3))
+		_, err := p.Apply(rs)
 		Expect(err).NotTo(HaveOccurred())
+		set4, set6 := setOf(rs, github, false), setOf(rs, github, true)
+		Expect(setOf(rs, s3, false)).To(Equal(set4), "the selectors of one port list share its set")
 
 		skipped, err := p.UpdateFQDN([]nftables.FQDNElement{
-			{Set: setOf(github, false), Addr: netip.MustParseAddr("192.0.2.10"), Timeout: 100 * time.Second, Comment: "api.github.com"},
-			{Set: setOf(github, true), Addr: netip.MustParseAddr("2001:db8::10"), Timeout: 100 * time.Second},
-			{Set: setOf(s3, false), Addr: netip.MustParseAddr("192.0.2.20"), Timeout: 200 * time.Second, Comment: "a.s3.example.com"},
-			{Set: "fqdn_0000000000000000_v4", Addr: netip.MustParseAddr("192.0.2.30"), Timeout: time.Hour},
+			{Set: set4, Addr: netip.MustParseAddr("192.0.2.10"), Timeout: 100 * time.Second, Comment: "api.github.com"},
+			{Set: set6, Addr: netip.MustParseAddr("2001:db8::10"), Timeout: 100 * time.Second},
+			{Set: set4, Addr: netip.MustParseAddr("192.0.2.20"), Timeout: 200 * time.Second, Comment: "a.s3.example.com"},
+			{Set: "fqdn_000000000000_v4", Addr: netip.MustParseAddr("192.0.2.30"), Timeout: time.Hour},
 		})
 		Expect(err).NotTo(HaveOccurred())
 		Expect(skipped).To(Equal(1), "a set the ruleset does not have is left out")
-		Expect(list(ns, "set", "inet", ruleset.TableName, setOf(github, false))).To(ContainSubstring(`192.0.2.10 timeout 1m40s expires`))
-		Expect(list(ns, "set", "inet", ruleset.TableName, setOf(github, false))).To(ContainSubstring(`comment "api.github.com"`))
-		Expect(expiresIn(ns, setOf(github, true), "2001:db8::10")).To(BeNumerically(">", 90))
+		Expect(list(ns, "set", "inet", ruleset.TableName, set4)).To(ContainSubstring(`192.0.2.10 timeout 1m40s expires`))
+		Expect(list(ns, "set", "inet", ruleset.TableName, set4)).To(ContainSubstring(`comment "api.github.com"`))
+		Expect(expiresIn(ns, set6, "2001:db8::10")).To(BeNumerically(">", 90))
 
 		By("refreshing an address with a longer timeout")
-		_, err = p.UpdateFQDN([]nftables.FQDNElement{{Set: setOf(github, false), Addr: netip.MustParseAddr("192.0.2.10"), Timeout: 300 * time.Second, Refresh: true, Comment: "api.github.com"}})
+		_, err = p.UpdateFQDN([]nftables.FQDNElement{{Set: set4, Addr: netip.MustParseAddr("192.0.2.10"), Timeout: 300 * time.Second, Refresh: true, Comment: "api.github.com"}})
 		Expect(err).NotTo(HaveOccurred())
-		Expect(expiresIn(ns, setOf(github, false), "192.0.2.10")).To(BeNumerically(">", 290))
+		Expect(expiresIn(ns, set4, "192.0.2.10")).To(BeNumerically(">", 290))
 
 		By("refreshing an address that is gone: sent again as an add")
-		_, err = ns.Exec("nft", "delete", "element", "inet", ruleset.TableName, setOf(s3, false), "{ 192.0.2.20 }")
+		_, err = ns.Exec("nft", "delete", "element", "inet", ruleset.TableName, set4, "{ 192.0.2.20 }")
 		Expect(err).NotTo(HaveOccurred())
-		_, err = p.UpdateFQDN([]nftables.FQDNElement{{Set: setOf(s3, false), Addr: netip.MustParseAddr("192.0.2.20"), Timeout: 200 * time.Second, Refresh: true}})
+		_, err = p.UpdateFQDN([]nftables.FQDNElement{{Set: set4, Addr: netip.MustParseAddr("192.0.2.20"), Timeout: 200 * time.Second, Refresh: true}})
 		Expect(err).NotTo(HaveOccurred())
-		Expect(expiresIn(ns, setOf(s3, false), "192.0.2.20")).To(BeNumerically(">", 190))
+		Expect(expiresIn(ns, set4, "192.0.2.20")).To(BeNumerically(">", 190))
 
 		By("an element-only change of the policies")
 		res, err := p.Apply(build(fqdnPolicy(github, s3)))
 		Expect(err).NotTo(HaveOccurred())
 		Expect(res.Mode).To(Equal(nftables.Elements))
-		Expect(expiresIn(ns, setOf(github, false), "192.0.2.10")).To(BeNumerically(">", 280))
+		Expect(expiresIn(ns, set4, "192.0.2.10")).To(BeNumerically(">", 280))
 
-		By("a new selector, which replaces the table")
+		By("a new selector with the same ports: the table stays as it is")
+		handle := tableHandle(ns)
 		other := fwv1alpha1.FQDNSelector{MatchName: "example.org"}
 		res, err = p.Apply(build(fqdnPolicy(github, s3, other)))
 		Expect(err).NotTo(HaveOccurred())
+		Expect(res.Mode).To(Equal(nftables.Unchanged))
+		Expect(tableHandle(ns)).To(Equal(handle))
+
+		By("a new port list: its set and rule come with a new table")
+		port80 := &fwv1alpha1.PolicySpec{Egress: []fwv1alpha1.EgressRule{{ToFQDNs: []fwv1alpha1.FQDNSelector{other}, Ports: []fwv1alpha1.PolicyPort{{Port: ptr.To(int32(80))}}}}}
+		two := build(fqdnPolicy(github, s3, other), port80)
+		res, err = p.Apply(two)
+		Expect(err).NotTo(HaveOccurred())
 		Expect(res.Mode).To(Equal(nftables.Full))
-		Expect(expiresIn(ns, setOf(github, false), "192.0.2.10")).To(BeNumerically(">", 280), "kept with the time it had left")
-		Expect(expiresIn(ns, setOf(github, true), "2001:db8::10")).To(BeNumerically(">", 80))
-		Expect(expiresIn(ns, setOf(s3, false), "192.0.2.20")).To(BeNumerically(">", 180))
-		Expect(list(ns, "set", "inet", ruleset.TableName, setOf(github, false))).To(ContainSubstring(`comment "api.github.com"`))
+		Expect(tableHandle(ns)).NotTo(Equal(handle), "the handle tells a replaced table")
+		Expect(expiresIn(ns, set4, "192.0.2.10")).To(BeNumerically(">", 280), "kept with the time it had left")
+		Expect(expiresIn(ns, set6, "2001:db8::10")).To(BeNumerically(">", 80))
+		Expect(expiresIn(ns, set4, "192.0.2.20")).To(BeNumerically(">", 180))
+		Expect(list(ns, "set", "inet", ruleset.TableName, set4)).To(ContainSubstring(`comment "api.github.com"`))
+		set80 := ""
+		for _, b := range two.FQDN {
+			if b.Selector == fqdn.FromAPI(other) {
+				Expect(b.Sets).To(HaveLen(2))
+				set80 = ruleset.FQDNSetName(b.Sets[0], false)
+				if set80 == set4 {
+					set80 = ruleset.FQDNSetName(b.Sets[1], false)
+				}
+			}
+		}
 
 		By("reading the sets back as a restarted agent does")
 		restarted := nftables.NewProgrammer(ns.Path())
 		sets, err := restarted.ReadFQDNSets()
 		Expect(err).NotTo(HaveOccurred())
-		Expect(sets).To(HaveLen(6))
+		Expect(sets).To(HaveLen(4), "two port lists, two families")
 		byName := map[string]nftables.FQDNSetContent{}
 		for _, s := range sets {
 			byName[s.Name] = s
 		}
-		gh := byName[setOf(github, false)]
-		Expect(gh.Comment).To(Equal("=api.github.com"))
-		Expect(gh.V6).To(BeFalse())
-		Expect(gh.Elements).To(HaveLen(1))
-		Expect(gh.Elements[0].Addr).To(Equal(netip.MustParseAddr("192.0.2.10")))
-		Expect(gh.Elements[0].Comment).To(Equal("api.github.com"))
-		Expect(gh.Elements[0].Timeout).To(BeNumerically(">", 280*time.Second))
-		Expect(byName[setOf(github, true)].V6).To(BeTrue())
-		_, err = restarted.UpdateFQDN([]nftables.FQDNElement{{Set: setOf(other, false), Addr: netip.MustParseAddr("192.0.2.40"), Timeout: time.Minute}})
+		shared := byName[set4]
+		Expect(shared.Comment).To(Equal("ports tcp . 443, udp . 443"))
+		Expect(shared.V6).To(BeFalse())
+		Expect(shared.Elements).To(HaveLen(2))
+		Expect(shared.Elements).To(ContainElement(And(HaveField("Addr", netip.MustParseAddr("192.0.2.10")), HaveField("Comment", "api.github.com"),
+			HaveField("Timeout", BeNumerically(">", 280*time.Second)))))
+		Expect(byName[set6].V6).To(BeTrue())
+		_, err = restarted.UpdateFQDN([]nftables.FQDNElement{{Set: set80, Addr: netip.MustParseAddr("192.0.2.40"), Timeout: time.Minute}})
 		Expect(err).NotTo(HaveOccurred())
-		Expect(expiresIn(ns, setOf(other, false), "192.0.2.40")).To(BeNumerically(">", 50), "a restarted programmer writes to the sets it read back")
+		Expect(expiresIn(ns, set80, "192.0.2.40")).To(BeNumerically(">", 50), "a restarted programmer writes to the sets it read back")
 
-		By("a selector removed: its set goes, the others stay")
+		By("deleting one address of a shared set, and one that is gone already, in one transaction")
+		handle = tableHandle(ns)
+		_, err = p.UpdateFQDN([]nftables.FQDNElement{
+			{Set: set4, Addr: netip.MustParseAddr("192.0.2.10"), Delete: true},
+			{Set: set4, Addr: netip.MustParseAddr("192.0.2.99"), Delete: true},
+		})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(expiresIn(ns, set4, "192.0.2.10")).To(Equal(-1))
+		Expect(expiresIn(ns, set4, "192.0.2.99")).To(Equal(-1))
+		Expect(expiresIn(ns, set4, "192.0.2.20")).To(BeNumerically(">", 180), "the other address of the set stays")
+		Expect(tableHandle(ns)).To(Equal(handle))
+
+		By("a port list removed: its set goes, the others stay")
 		_, err = p.Apply(build(fqdnPolicy(s3)))
 		Expect(err).NotTo(HaveOccurred())
-		Expect(list(ns, "table", "inet", ruleset.TableName)).NotTo(ContainSubstring(setOf(github, false)))
-		Expect(expiresIn(ns, setOf(s3, false), "192.0.2.20")).To(BeNumerically(">", 180))
-		skipped, err = p.UpdateFQDN([]nftables.FQDNElement{{Set: setOf(github, false), Addr: netip.MustParseAddr("192.0.2.10"), Timeout: time.Minute}})
+		Expect(list(ns, "table", "inet", ruleset.TableName)).NotTo(ContainSubstring(set80))
+		Expect(expiresIn(ns, set4, "192.0.2.20")).To(BeNumerically(">", 180))
+		skipped, err = p.UpdateFQDN([]nftables.FQDNElement{{Set: set80, Addr: netip.MustParseAddr("192.0.2.10"), Timeout: time.Minute}})
 		Expect(err).NotTo(HaveOccurred())
 		Expect(skipped).To(Equal(1))
 	})
 })
+
+// tableHandle is the kernel's handle of the agent's table: a replacement
+// gives it a new one.
+func tableHandle(ns *netns.NS) string {
+	GinkgoHelper()
+	out, err := ns.Exec("nft", "-a", "list", "table", "inet", ruleset.TableName)
+	Expect(err).NotTo(HaveOccurred(), out)
+	m := regexp.MustCompile(`table inet ` + ruleset.TableName + ` \{ # handle (\d+)`).FindStringSubmatch(out)
+	Expect(m).NotTo(BeNil(), out)
+	return m[1]
+}

@@ -53,7 +53,7 @@ func (b *Builder) Build(fw *fwv1alpha1.FirewallTrafficSpec, policies []*fwv1alph
 			views[ingressDir] = append(views[ingressDir], ruleView{spec.Ingress[i].From, spec.Ingress[i].Ports})
 		}
 	}
-	fqdnSets, fqdnChains, jumps, err := fqdnParts(policies)
+	fqdnSets, fqdnChains, jumps, fqdnBindings, err := fqdnParts(policies)
 	if err != nil {
 		return nil, err
 	}
@@ -87,7 +87,7 @@ func (b *Builder) Build(fw *fwv1alpha1.FirewallTrafficSpec, policies []*fwv1alph
 	for _, s := range fqdnSets {
 		b.reuse(s)
 	}
-	withFQDN(rs, fqdnSets, fqdnChains, jumps)
+	withFQDN(rs, fqdnSets, fqdnChains, jumps, fqdnBindings)
 	b.last = rs
 	return rs, nil
 }

@@ -27,26 +27,44 @@ var _ = Describe("toFQDNs", func() {
 		}},
 	}
 
-	It("gives each selector a set per family, each port list a set, and each pair one rule", func() {
+	It("gives each port list a set per family, shared by its selectors, a port set and one rule", func() {
 		rs, err := Build(fw, policies, nil)
 		Expect(err).NotTo(HaveOccurred())
 		Expect(rs.FQDNSelectors()).To(ConsistOf(fqdn.FromAPI(github), fqdn.FromAPI(s3)), "the same selector in two policies is one")
-		for _, sel := range []fwv1alpha1.FQDNSelector{github, s3} {
+		var fqdnSets []*Set
+		for _, s := range rs.Sets {
+			if s.Kind == FQDNSet {
+				fqdnSets = append(fqdnSets, s)
+				Expect(s.Elements).To(BeEmpty(), "the proxy fills it")
+			}
+		}
+		// The first rule's port list, the second policy's tcp 443, every port.
+		Expect(fqdnSets).To(HaveLen(6))
+		bases := map[fqdn.Selector][]string{}
+		for _, b := range rs.FQDN {
+			bases[b.Selector] = b.Sets
+		}
+		Expect(bases).To(HaveLen(2))
+		Expect(bases[fqdn.FromAPI(github)]).To(HaveLen(2))
+		Expect(bases[fqdn.FromAPI(s3)]).To(ContainElement("fqdn_any"))
+		Expect(bases[fqdn.FromAPI(s3)]).To(HaveLen(2))
+		firstRule := bases[fqdn.FromAPI(s3)][0]
+		Expect(bases[fqdn.FromAPI(github)]).To(ContainElement(firstRule), "the selectors of one rule share its set")
+		for _, base := range bases[fqdn.FromAPI(github)] {
 			for _, v6 := range []bool{false, true} {
-				set := rs.Set(FQDNSetName(fqdn.FromAPI(sel), v6))
+				set := rs.Set(FQDNSetName(base, v6))
 				Expect(set).NotTo(BeNil())
 				Expect(set.Kind).To(Equal(FQDNSet))
-				Expect(set.Comment).To(Equal(fqdn.FromAPI(sel).Key()))
-				Expect(set.Elements).To(BeEmpty(), "the proxy fills it")
+				got, gotV6, ok := FQDNSetBase(set.Name)
+				Expect([]any{got, gotV6, ok}).To(Equal([]any{base, v6, true}))
 			}
 		}
 		out := Render(rs)
-		Expect(out).To(ContainSubstring("\t\ttype ipv4_addr\n\t\tflags timeout\n\t\tcomment \"=api.github.com\"\n"))
+		Expect(out).To(ContainSubstring("\t\ttype ipv4_addr\n\t\tflags timeout\n\t\tcomment \"ports tcp . 443, udp . 1000-2500\"\n"))
 		Expect(out).To(ContainSubstring("\t\ttype inet_proto . inet_service\n\t\tflags interval\n\t\telements = { tcp . 443,\n\t\t\t     udp . 1000-2500 }\n"))
 		Expect(out).To(ContainSubstring(`ip saddr @internal_v4 jump fqdn_v4 comment "fqdn-jump-v4 `))
 		Expect(out).To(ContainSubstring(`ip6 saddr @internal_v6 jump fqdn_v6 comment "fqdn-jump-v6 `))
-		s3v4 := FQDNSetName(fqdn.FromAPI(s3), false)
-		Expect(out).To(ContainSubstring("ip daddr @"+s3v4+" counter accept comment \"fqdn-v4 "), "the rule without ports allows every port")
+		Expect(out).To(ContainSubstring("ip daddr @fqdn_any_v4 counter accept comment \"fqdn-v4 "), "the rule without ports allows every port")
 		chain := func(name string) *Chain {
 			for _, c := range rs.Chains {
 				if c.Name == name {
@@ -55,12 +73,25 @@ var _ = Describe("toFQDNs", func() {
 			}
 			return nil
 		}
-		// github with either port list, s3 with the first and without ports.
-		Expect(chain("fqdn_v4").Rules).To(HaveLen(4))
-		Expect(chain("fqdn_v6").Rules).To(HaveLen(4))
+		// One rule per port list, not per selector.
+		Expect(chain("fqdn_v4").Rules).To(HaveLen(3))
+		Expect(chain("fqdn_v6").Rules).To(HaveLen(3))
 		forward := chain("forward").Rules
 		Expect(forward[len(forward)-3].ID).To(Equal("fqdn-jump-v6"), "the jumps come before the logged drop")
 		Expect(elements(rs, "egress_any_v4")).To(Equal([]string{"192.0.2.0/24"}), "the rule's CIDRs are enforced beside its names")
+	})
+
+	It("keeps sets, chains and rules when a selector of a port list comes or goes", func() {
+		one := []*fwv1alpha1.PolicySpec{{Egress: []fwv1alpha1.EgressRule{{ToFQDNs: []fwv1alpha1.FQDNSelector{github}, Ports: []fwv1alpha1.PolicyPort{port("TCP", 443)}}}}}
+		two := []*fwv1alpha1.PolicySpec{{Egress: []fwv1alpha1.EgressRule{{ToFQDNs: []fwv1alpha1.FQDNSelector{github, s3}, Ports: []fwv1alpha1.PolicyPort{port("TCP", 443)}}}}}
+		a, err := Build(fw, one, nil)
+		Expect(err).NotTo(HaveOccurred())
+		b, err := Build(fw, two, nil)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(Render(b)).To(Equal(Render(a)))
+		Expect(a.FQDN).To(HaveLen(1))
+		Expect(b.FQDN).To(HaveLen(2))
+		Expect(b.FQDN[0].Sets).To(Equal(b.FQDN[1].Sets))
 	})
 
 	It("adds nothing to a ruleset without toFQDNs", func() {

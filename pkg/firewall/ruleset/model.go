@@ -19,6 +19,9 @@ type Ruleset struct {
 	Table  string
 	Sets   []*Set
 	Chains []*Chain
+	// FQDN says which FQDN sets each selector's addresses go to: the DNS
+	// proxy's business, not the kernel's; sorted by selector key.
+	FQDN []FQDNBinding
 }
 
 // SetKind says what a set's elements are.
@@ -42,10 +45,11 @@ const (
 	// type ipvN_addr : verdict; flags interval. Its elements are disjoint
 	// and cover the family's addresses.
 	DispatchMap
-	// FQDNSet holds the addresses the DNS proxy allowed for one FQDN
-	// selector: type ipvN_addr; flags timeout. Its elements are not part of
-	// the model: the proxy adds them with a timeout each, and the programmer
-	// keeps them across table replacements and never removes them.
+	// FQDNSet holds the addresses the DNS proxy allowed for the FQDN
+	// selectors of one port list: type ipvN_addr; flags timeout. Its
+	// elements are not part of the model: the proxy adds them with a timeout
+	// each and deletes those of a removed selector; the programmer keeps
+	// them across table replacements and never removes them.
 	FQDNSet
 	// ProtoPortSet holds protocol . port range elements (Addr unused):
 	// type inet_proto . inet_service; flags interval; of no family.
@@ -60,8 +64,8 @@ type Set struct {
 	Name string
 	V6   bool
 	Kind SetKind
-	// Comment is kept with the set in the kernel: an FQDNSet's selector
-	// (fqdn.Selector.Key), which the agent reads back after a restart.
+	// Comment is kept with the set in the kernel (an FQDNSet's port list,
+	// for people).
 	Comment string
 	// Elements are disjoint and sorted by CompareElements.
 	Elements []Element

@@ -65,11 +65,11 @@ func buildWith(fw *fwv1alpha1.FirewallTrafficSpec, policies []*fwv1alpha1.Policy
 		rs.Sets = append(rs.Sets, serviceSet(v6, services))
 	}
 	rs.Chains = append(rs.Chains, layoutChains(used)...)
-	fqdnSets, fqdnChains, jumps, err := fqdnParts(policies)
+	fqdnSets, fqdnChains, jumps, fqdnBindings, err := fqdnParts(policies)
 	if err != nil {
 		return nil, err
 	}
-	withFQDN(rs, fqdnSets, fqdnChains, jumps)
+	withFQDN(rs, fqdnSets, fqdnChains, jumps, fqdnBindings)
 	return rs, nil
 }
 

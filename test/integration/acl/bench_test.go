@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"net/netip"
 	"os"
+	"path/filepath"
 	"regexp"
 	"runtime"
+	"runtime/pprof"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -30,10 +32,13 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/config"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/acl/envoy"
@@ -53,6 +58,7 @@ var _ = Describe("reconciling many ACL shoots", Label("bench"), Ordered, func() 
 	const benchIngress = "istio-ingress--bench"
 	benchLabels := map[string]string{"app": "istio-ingressgateway", "istio": "ingressgateway--bench"}
 	var c client.Client
+	var cfg *rest.Config
 
 	BeforeAll(func() {
 		if os.Getenv("BENCH_TABLE") != "true" {
@@ -63,6 +69,11 @@ var _ = Describe("reconciling many ACL shoots", Label("bench"), Ordered, func() 
 		DeferCleanup(func() { Expect(cp.Stop()).To(Succeed()) })
 		c, err = client.New(cp.Config, client.Options{Scheme: kubernetes.SeedScheme})
 		Expect(err).NotTo(HaveOccurred())
+		cfg = cp.Config
+		// Gardener's health check logs through the global logger; into GinkgoWriter, which keeps
+		// what a spec wrote, thousands of shoots' lines would be counted as the manager's heap.
+		logf.SetLogger(logr.Discard())
+		DeferCleanup(func() { logf.SetLogger(zap.New(zap.WriteTo(GinkgoWriter), zap.UseDevMode(true))) })
 
 		mgr, err := ctrl.NewManager(cp.Config, ctrl.Options{
 			Scheme:     kubernetes.SeedScheme,
@@ -100,15 +111,17 @@ var _ = Describe("reconciling many ACL shoots", Label("bench"), Ordered, func() 
 		}
 
 		header := []string{
-			"| ACL shoots (10 rule CIDRs each) | create objects | last write → all shoots in the shared config | shards | largest shared object | objects rewritten for one shoot's change (and its time) | RBAC evaluations per request | peak Go heap (manager + test) |",
-			"|---|---|---|---|---|---|---|---|",
+			"| ACL shoots (10 rule CIDRs each) | create objects | last write → all shoots in the shared config | shards | largest shared object | objects rewritten for one shoot's change (and its time) | RBAC evaluations per request | peak Go heap (manager + test) | live heap after GC |",
+			"|---|---|---|---|---|---|---|---|---|",
 		}
 		fmt.Println() // Ginkgo's progress marks end without a newline.
 		for _, r := range header {
 			fmt.Println(r)
 		}
 		created := 0
+		var requestRows []string
 		for _, n := range benchSizes() {
+			requestsBefore := apiserverRequests(cfg)
 			var peak atomic.Uint64
 			stop := make(chan struct{})
 			go func() {
@@ -204,10 +217,20 @@ var _ = Describe("reconciling many ACL shoots", Label("bench"), Ordered, func() 
 				}
 			}
 			close(stop)
+			requestRows = append(requestRows, fmt.Sprintf("| %d | %s |", n, topRequests(requestsBefore, apiserverRequests(cfg), 12)))
+			shards := len(shared) - 1
+			shared = nil
+			live := liveHeap(n)
 
-			fmt.Printf("| %d | %s | %s | %d | %.1f KiB | %d (%s) | %d | %.0f MiB |\n",
-				n, createTime.Round(10*time.Millisecond), inShared.Round(10*time.Millisecond), len(shared)-1,
-				float64(largest)/1024, rewritten, changeTime.Round(10*time.Millisecond), evaluations, float64(peak.Load())/(1<<20))
+			fmt.Printf("| %d | %s | %s | %d | %.1f KiB | %d (%s) | %d | %.0f MiB | %.0f MiB |\n",
+				n, createTime.Round(10*time.Millisecond), inShared.Round(10*time.Millisecond), shards,
+				float64(largest)/1024, rewritten, changeTime.Round(10*time.Millisecond), evaluations, float64(peak.Load())/(1<<20), float64(live)/(1<<20))
+		}
+		fmt.Println()
+		fmt.Println("| ACL shoots | requests to the kube-apiserver during the row, most frequent first |")
+		fmt.Println("|---|---|")
+		for _, r := range requestRows {
+			fmt.Println(r)
 		}
 	})
 })
@@ -293,6 +316,23 @@ func rbacEvaluations(shared []client.Object, n int, shootNS func(int) string) in
 		}
 	}
 	return most
+}
+
+// liveHeap collects garbage and returns the heap still in use: the manager's caches and state
+// once the test's decoded objects are dropped. With BENCH_HEAP_PROFILE set to a directory, it
+// writes the heap profile there (acl-<shoots>.heap, for go tool pprof).
+func liveHeap(shoots int) uint64 {
+	GinkgoHelper()
+	runtime.GC()
+	if dir := os.Getenv("BENCH_HEAP_PROFILE"); dir != "" {
+		f, err := os.Create(filepath.Join(dir, fmt.Sprintf("acl-%d.heap", shoots)))
+		Expect(err).NotTo(HaveOccurred())
+		Expect(pprof.WriteHeapProfile(f)).To(Succeed())
+		Expect(f.Close()).To(Succeed())
+	}
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return ms.HeapInuse
 }
 
 // benchSizes are the numbers of shoots of the table's rows, BENCH_ACL_SHOOTS="1000,5000" by default.

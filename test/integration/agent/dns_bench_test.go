@@ -125,7 +125,7 @@ var _ = Describe("DNS proxy figures", Label("bench"), func() {
 	})
 
 	It("prints memory and set-update time per answer with 10 and 10,000 FQDN selectors", func() {
-		rows := [][]string{{"FQDN selectors", "sets", "apply", "apply with one selector more", "new flow no selector allows (UDP, 20,000 datagrams)",
+		rows := [][]string{{"FQDN selectors", "sets", "apply", "one selector more: apply and proxy", "one selector removed: apply and proxy (2 addresses deleted)", "a selector with a new port list: apply and proxy", "new flow no selector allows (UDP, 20,000 datagrams)",
 			"kernel Slab after apply", "agent heap: ruleset and proxy",
 			"heap per allowed address", "set update per answer p50 / p99", "answer with update p50 / p99", "repeated answer p50 / p99"}}
 		for _, n := range []int{10, 1000, 10000} {
@@ -151,7 +151,8 @@ func selectorBench(n int) []string {
 	}
 	heap0 := heapInUse()
 	slab0 := slabKB()
-	rs, err := ruleset.Build(&fwv1alpha1.FirewallTrafficSpec{InternalPrefixes: []string{"10.0.1.0/24"}}, []*fwv1alpha1.PolicySpec{spec}, nil)
+	fw := &fwv1alpha1.FirewallTrafficSpec{InternalPrefixes: []string{"10.0.1.0/24"}}
+	rs, err := ruleset.Build(fw, []*fwv1alpha1.PolicySpec{spec}, nil)
 	Expect(err).NotTo(HaveOccurred())
 	start := time.Now()
 	_, err = prog.Apply(rs)
@@ -159,22 +160,15 @@ func selectorBench(n int) []string {
 	apply := time.Since(start)
 	slab1 := slabKB()
 	Expect(rs.FQDNSelectors()).To(HaveLen(n))
+	sets := 0
+	for _, s := range rs.Sets {
+		if s.Kind == ruleset.FQDNSet {
+			sets++
+		}
+	}
 	// A new flow that no selector allows walks the fqdn chain: a set lookup
-	// per selector rule.
+	// per port list.
 	flow := newFlowCost(t)
-
-	By("one selector more: what a policy change costs")
-	more := spec.DeepCopy()
-	more.Egress = append(more.Egress, fwv1alpha1.EgressRule{Ports: spec.Egress[0].Ports,
-		ToFQDNs: []fwv1alpha1.FQDNSelector{{MatchName: "one-more.bench.example.com"}}})
-	changed, err := ruleset.Build(&fwv1alpha1.FirewallTrafficSpec{InternalPrefixes: []string{"10.0.1.0/24"}}, []*fwv1alpha1.PolicySpec{more}, nil)
-	Expect(err).NotTo(HaveOccurred())
-	start = time.Now()
-	res, err := prog.Apply(changed)
-	Expect(err).NotTo(HaveOccurred())
-	change := fmt.Sprintf("%.2f s (%s)", time.Since(start).Seconds(), res.Mode)
-	_, err = prog.Apply(rs)
-	Expect(err).NotTo(HaveOccurred())
 
 	upstream, err := dnsproxytest.Start("127.0.0.1:0", func(q *dns.Msg, tcp bool) [][]byte {
 		var i int
@@ -196,7 +190,7 @@ func selectorBench(n int) []string {
 	DeferCleanup(cancel)
 	go func() { _ = p.Run(ctx) }()
 	Expect(p.Addrs()).NotTo(BeEmpty())
-	p.SetSelectors(rs.FQDNSelectors())
+	Expect(p.SetSelectors(rs.FQDN)).To(Succeed())
 	heap1 := heapInUse()
 
 	ask := func() []time.Duration {
@@ -216,13 +210,31 @@ func selectorBench(n int) []string {
 	repeated := ask()
 	heap2 := heapInUse()
 	Expect(obs.times()).To(HaveLen(n), "one set update per answer with new addresses, none for a repeated one")
-	elems, err := prog.ReadFQDNSets()
-	Expect(err).NotTo(HaveOccurred())
-	count := 0
-	for _, s := range elems {
-		count += len(s.Elements)
+	Expect(fqdnAddresses(prog)).To(Equal(2 * n))
+
+	By("one selector more, then the first one removed: what a policy change costs, the proxy's part included")
+	policyChange := func(changed *fwv1alpha1.PolicySpec) string {
+		GinkgoHelper()
+		built, err := ruleset.Build(fw, []*fwv1alpha1.PolicySpec{changed}, nil)
+		Expect(err).NotTo(HaveOccurred())
+		start := time.Now()
+		res, err := prog.Apply(built)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(p.SetSelectors(built.FQDN)).To(Succeed())
+		return fmt.Sprintf("%.3f s (%s)", time.Since(start).Seconds(), res.Mode)
 	}
-	Expect(count).To(Equal(2 * n))
+	more := spec.DeepCopy()
+	more.Egress[len(more.Egress)-1].ToFQDNs = append(more.Egress[len(more.Egress)-1].ToFQDNs, fwv1alpha1.FQDNSelector{MatchName: "one-more.bench.example.com"})
+	added := policyChange(more)
+	less := more.DeepCopy()
+	less.Egress[0].ToFQDNs = less.Egress[0].ToFQDNs[1:]
+	removed := policyChange(less)
+	Expect(fqdnAddresses(prog)).To(Equal(2*n-2), "the removed selector's two addresses are deleted")
+	port80 := less.DeepCopy()
+	port80.Egress = append(port80.Egress, fwv1alpha1.EgressRule{Ports: []fwv1alpha1.PolicyPort{{Protocol: "TCP", Port: ptr.To(int32(80))}},
+		ToFQDNs: []fwv1alpha1.FQDNSelector{{MatchName: "port80.bench.example.com"}}})
+	newPorts := policyChange(port80)
+	Expect(fqdnAddresses(prog)).To(Equal(2*n-2), "the table replaced, the addresses carried over")
 	runtime.KeepAlive(rs)
 	runtime.KeepAlive(p)
 
@@ -232,10 +244,23 @@ func selectorBench(n int) []string {
 		perAddress = fmt.Sprintf("%.0f B", float64(heap2-heap1)/float64(2*n))
 	}
 	pair := func(ds []time.Duration) string { return ms(percentile(ds, 50)) + " / " + ms(percentile(ds, 99)) }
-	return []string{strconv.Itoa(n), strconv.Itoa(2 * n), fmt.Sprintf("%.2f s", apply.Seconds()), change,
+	updates := obs.times()[:n]
+	return []string{strconv.Itoa(n), strconv.Itoa(sets), fmt.Sprintf("%.3f s", apply.Seconds()), added, removed, newPorts,
 		fmt.Sprintf("%.1f µs", float64(flow.Nanoseconds())/1000),
 		fmt.Sprintf("+%.1f MiB", float64(slab1-slab0)/1024), fmt.Sprintf("%.1f MiB", float64(heap1-heap0)/(1<<20)),
-		perAddress, pair(obs.times()), pair(first), pair(repeated)}
+		perAddress, pair(updates), pair(first), pair(repeated)}
+}
+
+// fqdnAddresses counts the elements of the programmer's FQDN sets.
+func fqdnAddresses(prog *nftables.Programmer) int {
+	GinkgoHelper()
+	sets, err := prog.ReadFQDNSets()
+	Expect(err).NotTo(HaveOccurred())
+	count := 0
+	for _, s := range sets {
+		count += len(s.Elements)
+	}
+	return count
 }
 
 // updateTimes records how long each set update took.

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -195,6 +196,7 @@ var _ = Describe("toFQDNs through the DNS proxy, with a real resolver", func() {
 			"--cname=alias.example.net,target.example.org",
 			"--host-record=short.example.com,"+addrs["short"]+",1",
 			"--host-record=other.example.com,"+addrs["other"],
+			"--host-record=also.wild.example.com,"+addrs["allowed"],
 		)
 	})
 
@@ -286,7 +288,7 @@ var _ = Describe("toFQDNs through the DNS proxy, with a real resolver", func() {
 
 		By("starting it again: it reads the sets back, and nothing is flushed")
 		again := startAgentProcess(t.fw, cfgPath)
-		Expect(string(again.out.Contents())).To(ContainSubstring("selectorsRestored=4"))
+		Expect(string(again.out.Contents())).To(ContainSubstring("fqdnSetsRestored=2 addressesRestored=1"))
 		Expect(fqdnSet(t.fw, allowed, false)).To(Equal([]string{addrs["allowed"]}))
 		echo("the agent started again")
 		expectFirstSYN(t.node, addrs["allowed"])
@@ -294,44 +296,103 @@ var _ = Describe("toFQDNs through the DNS proxy, with a real resolver", func() {
 		expectFirstSYN(t.node, addrs["wild"])
 		expectDropped(t.node, addrs["denied"], servicePort)
 	})
+
+	It("drops a removed selector's address, keeps what another selector of its set allows, and keeps the table", func() {
+		three := strings.Replace(fmt.Sprintf(dnsAgentConfig, servicePort, resolverV4+`, "`+resolverV6+`"`),
+			"{matchName: short.example.com}", "{matchName: short.example.com}, {matchName: other.example.com}", 1)
+		writeConfig(cfgPath, three)
+		startAgentProcess(t.fw, cfgPath)
+		for name, addr := range map[string]string{"other": addrs["other"], "allowed": addrs["allowed"], "also.wild": addrs["allowed"], "x.wild": addrs["wild"]} {
+			Expect(lookup(t.node, resolverV4, "udp", name+".example.com.", dns.TypeA)).To(Equal([]string{addr}))
+		}
+		expectFirstSYN(t.node, addrs["other"])
+		expectFirstSYN(t.node, addrs["allowed"])
+		sets := map[string]bool{}
+		for _, e := range fqdnElements(t.fw, false) {
+			sets[e.Set] = true
+		}
+		Expect(sets).To(HaveLen(1), "the selectors of one port list share a set")
+		handle := tableHandle(t.fw)
+
+		By("removing other.example.com and allowed.example.com; *.wild.example.com allowed the latter's address too")
+		writeConfig(cfgPath, fmt.Sprintf(dnsAgentConfig, servicePort, resolverV4+`, "`+resolverV6+`"`))
+		Eventually(func() []string { return fqdnSet(t.fw, fwv1alpha1.FQDNSelector{MatchName: "other.example.com"}, false) }, 10*time.Second, 200*time.Millisecond).Should(BeEmpty())
+		expectDropped(t.node, addrs["other"], servicePort)
+		expectFirstSYN(t.node, addrs["allowed"])
+		expectFirstSYN(t.node, addrs["wild"])
+		Expect(tableHandle(t.fw)).To(Equal(handle), "a selector change is element deletes, not a new table")
+	})
 })
 
-// fqdnSet lists the addresses in the kernel's set of a selector, read with
-// nft in the firewall's namespace: what the DNS proxy put there, as the
-// kernel holds it.
+// fqdnSet lists the addresses that the kernel's FQDN sets of the family
+// hold for a selector, read with nft in the firewall's namespace: the
+// elements whose comment names a name the selector matches. The selectors
+// of a port list share a set; the comment says what an element was allowed
+// for.
 func fqdnSet(fw *netns.NS, sel fwv1alpha1.FQDNSelector, v6 bool) []string {
 	GinkgoHelper()
-	out, err := fw.Exec("nft", "-j", "list", "set", "inet", ruleset.TableName, ruleset.FQDNSetName(fqdn.FromAPI(sel), v6))
+	s := fqdn.FromAPI(sel)
+	addrs := []string{}
+	for _, e := range fqdnElements(fw, v6) {
+		for _, name := range strings.Fields(e.Comment) {
+			if s.Matches(name) && !slices.Contains(addrs, e.Val) {
+				addrs = append(addrs, e.Val)
+			}
+		}
+	}
+	return addrs
+}
+
+// fqdnElement is an element of an FQDN set as nft lists it.
+type fqdnElement struct {
+	Set, Val, Comment string
+}
+
+// fqdnElements lists the elements of the table's FQDN sets of the family.
+func fqdnElements(fw *netns.NS, v6 bool) []fqdnElement {
+	GinkgoHelper()
+	out, err := fw.Exec("nft", "-j", "list", "table", "inet", ruleset.TableName)
 	Expect(err).NotTo(HaveOccurred(), out)
 	var listing struct {
 		Nftables []struct {
 			Set *struct {
+				Name string            `json:"name"`
 				Elem []json.RawMessage `json:"elem"`
 			} `json:"set"`
 		} `json:"nftables"`
 	}
 	Expect(json.Unmarshal([]byte(out), &listing)).To(Succeed())
-	addrs := []string{}
+	var elems []fqdnElement
 	for _, item := range listing.Nftables {
 		if item.Set == nil {
 			continue
 		}
+		if _, isV6, ok := ruleset.FQDNSetBase(item.Set.Name); !ok || isV6 != v6 {
+			continue
+		}
 		for _, raw := range item.Set.Elem {
-			var plain string
-			if json.Unmarshal(raw, &plain) == nil {
-				addrs = append(addrs, plain)
-				continue
-			}
 			var withTimeout struct {
 				Elem struct {
-					Val string `json:"val"`
+					Val     string `json:"val"`
+					Comment string `json:"comment"`
 				} `json:"elem"`
 			}
 			Expect(json.Unmarshal(raw, &withTimeout)).To(Succeed())
-			addrs = append(addrs, withTimeout.Elem.Val)
+			elems = append(elems, fqdnElement{item.Set.Name, withTimeout.Elem.Val, withTimeout.Elem.Comment})
 		}
 	}
-	return addrs
+	return elems
+}
+
+// tableHandle is the kernel's handle of the agent's table: a replaced table
+// has a new one.
+func tableHandle(fw *netns.NS) string {
+	GinkgoHelper()
+	out, err := fw.Exec("nft", "-a", "list", "table", "inet", ruleset.TableName)
+	Expect(err).NotTo(HaveOccurred(), out)
+	first, _, _ := strings.Cut(out, "\n")
+	Expect(first).To(ContainSubstring("# handle "))
+	return first
 }
 
 func mapValues(m map[string]string) []string {

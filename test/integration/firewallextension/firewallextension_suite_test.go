@@ -27,6 +27,7 @@ import (
 	firewallmanager "github.com/metal-firewall/gardener-extension-firewall/pkg/controller/manager"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/controller/manager/firewallmachine"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/controller/manager/machine/machinetest"
+	"github.com/metal-firewall/gardener-extension-firewall/pkg/controller/manager/rollrequest"
 	"github.com/metal-firewall/gardener-extension-firewall/test/testenv"
 )
 
@@ -71,7 +72,8 @@ const readyTimeout = 20 * time.Second
 // operation annotation, as with gardenlet), and the firewall
 // manager with bootstrap credentials for this seed.
 func startSeed(name string) *seedEnv {
-	cp, err := testenv.Start(testenv.Options{Name: name, CRDDirectoryPaths: testenv.SeedCRDPaths()})
+	// With the shoot's CRDs: a seed stands in for a shoot of the other (roll requests).
+	cp, err := testenv.Start(testenv.Options{Name: name, CRDDirectoryPaths: append(testenv.SeedCRDPaths(), testenv.ShootCRDPaths()...)})
 	Expect(err).NotTo(HaveOccurred())
 	DeferCleanup(func() { Expect(cp.Stop()).To(Succeed()) })
 
@@ -92,8 +94,10 @@ func startSeed(name string) *seedEnv {
 	})).To(Succeed())
 	Expect(healthcheck.AddToManager(mgr, 2*time.Second)).To(Succeed())
 	Expect(firewallmanager.AddToManager(mgr, firewallmanager.Options{
-		Provider:         provider,
-		HeartbeatTimeout: firewallmanager.DefaultHeartbeatTimeout,
+		Provider:            provider,
+		HeartbeatTimeout:    firewallmanager.DefaultHeartbeatTimeout,
+		ShootClient:         rollrequest.ShootClients(mgr.GetClient()),
+		RollRequestInterval: time.Second,
 		Bootstrap: &firewallmachine.Bootstrap{
 			Server: cp.Config.Host, CAData: cp.Config.CAData, Namespace: bootNamespace, SecretNames: []string{constants.ShootAccessSecretName},
 		},

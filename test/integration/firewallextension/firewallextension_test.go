@@ -173,11 +173,13 @@ var _ = Describe("Extension firewall", func() {
 		d.Spec.Template.Spec.EgressRules = []firewallv1alpha1.EgressRuleSNAT{{Interface: "vrf104009"}}
 		Expect(seedA.client.Create(ctx, d)).To(Succeed(), "the seed's CRD refuses an egress rule the garden admission accepts")
 		Expect(seedA.client.Delete(ctx, d)).To(Succeed())
+		Eventually(func() error {
+			return seedA.client.Get(ctx, client.ObjectKeyFromObject(d), d)
+		}).WithTimeout(time.Minute).Should(Satisfy(apierrors.IsNotFound), "gone, with whatever the manager made of it, before the next spec counts machines")
 	})
 
 	It("creates the firewall, migrates it to another seed without a second machine, and deletes it", func(ctx SpecContext) {
 		namespace := "shoot--p--migrate"
-		createdBefore := provider.Created
 
 		By("creating the firewall in seed A")
 		createShoot(ctx, seedA, namespace)
@@ -205,7 +207,7 @@ var _ = Describe("Extension firewall", func() {
 		Expect(err).NotTo(HaveOccurred())
 		Expect(agentCfg.DNS).NotTo(BeNil())
 		Expect(agentCfg.DNS.Upstreams).To(Equal([]string{"10.250.0.53"}))
-		Expect(provider.Created - createdBefore).To(Equal(1))
+		Expect(provider.CreatedIn(namespace)).To(Equal(1), "one machine for this shoot")
 		access := &corev1.Secret{}
 		Expect(seedA.client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: "shoot-access-firewall-agent"}, access)).To(Succeed(),
 			"the TokenRequestor's shoot access secret exists")
@@ -300,7 +302,7 @@ var _ = Describe("Extension firewall", func() {
 		fwB := firewalls(ctx, seedB, namespace)[0]
 		Expect(fwB.Status.MachineStatus.MachineID).To(Equal(machineID), "the same machine, found by its ID")
 		Expect(metav1.GetControllerOf(&fwB)).NotTo(BeNil(), "the restored Firewall was adopted")
-		Consistently(func() int { return provider.Created - createdBefore }).WithTimeout(3*time.Second).Should(Equal(1), "never a second machine")
+		Consistently(func() int { return provider.CreatedIn(namespace) }).WithTimeout(3*time.Second).Should(Equal(1), "never a second machine")
 		Expect(provider.IDs()).To(ContainElement(machineID))
 		shootManagedResource(ctx, seedB, namespace)
 

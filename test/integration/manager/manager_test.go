@@ -82,7 +82,7 @@ var _ = Describe("Firewall manager", func() {
 		Expect(provider.IDs()).To(BeEmpty(), "every machine is released before the finalizers go")
 		Expect(firewallNames(ctx, namespace)()).To(BeEmpty())
 		Expect(setNames(ctx, namespace)()).To(BeEmpty())
-		Expect(provider.Created).To(Equal(2))
+		Expect(provider.Created()).To(Equal(2))
 	})
 
 	It("rolls a new set on an image change and removes the old one only when the new one is Ready", func(ctx SpecContext) {
@@ -102,7 +102,7 @@ var _ = Describe("Firewall manager", func() {
 			g.Expect(fws[0].Spec.RateLimits).To(HaveLen(1))
 		}).Should(Succeed())
 		Expect(setNames(ctx, namespace)()).To(Equal(oldSet))
-		Expect(provider.Created).To(Equal(1))
+		Expect(provider.Created()).To(Equal(1))
 
 		By("changing the image: a new set next to the old one")
 		updateDeployment(ctx, func(d *firewallv1alpha1.FirewallDeployment) { d.Spec.Template.Spec.Image = "firewall-ubuntu-3.1" })
@@ -117,7 +117,7 @@ var _ = Describe("Firewall manager", func() {
 		}).WithTimeout(time.Minute).Should(And(HaveLen(1), Not(ContainElement(oldSet[0]))))
 		Eventually(provider.IDs).Should(HaveLen(1))
 		Expect(firewalls(ctx, namespace)[0].Spec.Image).To(Equal("firewall-ubuntu-3.1"))
-		Expect(provider.Created).To(Equal(2))
+		Expect(provider.Created()).To(Equal(2))
 		Expect(testClient.Get(ctx, client.ObjectKeyFromObject(deployment), deployment)).To(Succeed())
 		Expect(deployment.Status.ObservedRevision).To(BeEquivalentTo(2))
 	})
@@ -230,7 +230,7 @@ var _ = Describe("Firewall manager", func() {
 			g.Expect(metav1.GetControllerOf(orphan).UID).To(Equal(fwSet.UID))
 		}).WithTimeout(30 * time.Second).Should(Succeed())
 		Consistently(provider.IDs).WithTimeout(3 * time.Second).Should(Equal([]string{m.ID}))
-		Expect(provider.Created).To(Equal(1), "only the machine the test created")
+		Expect(provider.Created()).To(Equal(1), "only the machine the test created")
 	})
 
 	It("converges with exactly the expected machines after a restart mid-rollout", func(ctx SpecContext) {
@@ -248,7 +248,7 @@ var _ = Describe("Firewall manager", func() {
 			return setNames(ctx, namespace)()
 		}).WithTimeout(time.Minute).Should(HaveLen(1))
 		Eventually(provider.IDs).Should(HaveLen(1))
-		Expect(provider.Created).To(Equal(2), "the restarted manager created no machine")
+		Expect(provider.Created()).To(Equal(2), "the restarted manager created no machine")
 		Expect(firewalls(ctx, namespace)[0].Spec.Image).To(Equal("firewall-ubuntu-3.1"))
 	})
 
@@ -264,7 +264,7 @@ var _ = Describe("Firewall manager", func() {
 			g.Expect(c.Message).To(ContainSubstring(`spec.template.spec.internalPrefixes[0]: Invalid value: "10.0.1/24"`))
 		}).Should(Succeed())
 		Consistently(setNames(ctx, namespace)).WithTimeout(2 * time.Second).Should(BeEmpty())
-		Expect(provider.Created).To(BeZero())
+		Expect(provider.Created()).To(BeZero())
 	})
 
 	It("gives each firewall a boot kubeconfig and RBAC, and revokes the token once the agent is connected", func(ctx SpecContext) {
@@ -333,7 +333,7 @@ var _ = Describe("Firewall manager", func() {
 			g.Expect(c.Reason).To(Equal("UnsafeBootIdentity"))
 			g.Expect(c.Message).To(ContainSubstring("may create certificatesigningrequests/nodeclient"))
 		}).WithTimeout(time.Minute).Should(Succeed())
-		Expect(provider.Created).To(BeZero(), "no machine with such a credential")
+		Expect(provider.Created()).To(BeZero(), "no machine with such a credential")
 		list := &corev1.ServiceAccountList{}
 		Expect(testClient.List(ctx, list, client.InNamespace(bootNamespace))).To(Succeed())
 		Expect(list.Items).To(BeEmpty(), "no token was minted")

@@ -113,7 +113,7 @@ var _ = Describe("Replacing failed firewalls", func() {
 		}).WithTimeout(time.Minute).Should(BeTrue())
 		Eventually(noMoreThan(2)).Should(Equal([]string{replacement}))
 		Eventually(firewallNames(ctx, namespace)).Should(Equal([]string{replacement}))
-		Expect(provider.Created).To(Equal(2))
+		Expect(provider.Created()).To(Equal(2))
 		Eventually(func(g Gomega) {
 			sets := firewallSets(ctx, namespace)
 			g.Expect(sets).To(HaveLen(1))
@@ -141,7 +141,7 @@ var _ = Describe("Replacing failed firewalls", func() {
 		}).WithTimeout(time.Minute).WithPolling(100 * time.Millisecond).Should(Equal(firewallset.ReasonReplacementLimitReached))
 		Expect(healthyCondition(ctx, namespace).Message).To(ContainSubstring("gave up after 2 replacements"))
 		Eventually(provider.Names).Should(Equal([]string{original}), "the failed replacements go, the original stays")
-		Consistently(func() int { noMoreThan(1)(); return provider.Created }).WithTimeout(5*time.Second).Should(Equal(3), "the original and two tries, no more")
+		Consistently(func() int { noMoreThan(1)(); return provider.Created() }).WithTimeout(5*time.Second).Should(Equal(3), "the original and two tries, no more")
 		Eventually(func() []string { return eventReasons(ctx, namespace) }).Should(And(
 			HaveEach(BeElementOf(firewallset.ReasonReplacing, firewallset.ReasonReplaced, firewallset.ReasonReplacementLimitReached)),
 			ContainElements(firewallset.ReasonReplacing, firewallset.ReasonReplacementLimitReached)))

@@ -16,6 +16,16 @@ const (
 	// changing its value forces a new FirewallSet, as if an immutable part of
 	// the template had changed.
 	AnnotationRoll = GroupName + "/roll"
+	// AnnotationRollSet ("true") on a FirewallMonitor in the shoot is the shoot
+	// owner's request for a new firewall: the manager rolls the shoot's
+	// FirewallDeployment once (a new FirewallSet, as AnnotationRoll) and
+	// removes the annotation. As firewall-controller-manager's roll-set.
+	AnnotationRollSet = GroupName + "/roll-set"
+	// AnnotationRollSetAcknowledged on a FirewallMonitor is the manager's
+	// mark, between seeing AnnotationRollSet and removing it, of the roll it
+	// asked for (the value it writes into AnnotationRoll): a manager restarted
+	// in between rolls no second time.
+	AnnotationRollSetAcknowledged = GroupName + "/roll-set-acknowledged"
 	// LabelTemplateHash on a FirewallSet is the hash of the template revision
 	// it was created for.
 	LabelTemplateHash = GroupName + "/template-hash"

@@ -53,4 +53,22 @@ type FirewallExtensionConfig struct {
 	// config, so a change rolls the firewall.
 	// +optional
 	DNS *DNSProxy `json:"dns,omitempty"`
+	// Hibernation says what becomes of the firewall while the shoot
+	// hibernates: release (default) or keep.
+	// +optional
+	Hibernation HibernationPolicy `json:"hibernation,omitempty"`
 }
+
+// HibernationPolicy is what becomes of a hibernated shoot's firewall.
+type HibernationPolicy string
+
+const (
+	// HibernationRelease deletes the firewall while the shoot hibernates: its
+	// machine goes back to the partition and its identity and credentials are
+	// removed; waking up creates a new one, which forwards with the shoot's
+	// rules before the shoot's nodes start. As gardener-extension-provider-metal does.
+	HibernationRelease HibernationPolicy = "release"
+	// HibernationKeep keeps the firewall running with its last rules, for
+	// shoots whose networks serve more than the nodes or that wake up often.
+	HibernationKeep HibernationPolicy = "keep"
+)

@@ -58,6 +58,12 @@ func ValidateFirewallExtensionConfig(cfg *firewallv1alpha1.FirewallExtensionConf
 	allErrs = append(allErrs, validateTimeouts(firewallv1alpha1.FirewallTimeouts{CreateTimeout: cfg.CreateTimeout, HealthTimeout: cfg.HealthTimeout},
 		MinShootTimeout, fldPath)...)
 	allErrs = append(allErrs, ValidateDNSProxy(cfg.DNS, fldPath.Child("dns"))...)
+	switch cfg.Hibernation {
+	case "", firewallv1alpha1.HibernationRelease, firewallv1alpha1.HibernationKeep:
+	default:
+		allErrs = append(allErrs, fielderrors.NotSupported(fldPath.Child("hibernation"), cfg.Hibernation,
+			[]firewallv1alpha1.HibernationPolicy{firewallv1alpha1.HibernationRelease, firewallv1alpha1.HibernationKeep}))
+	}
 	return allErrs
 }
 

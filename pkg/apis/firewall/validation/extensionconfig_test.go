@@ -90,6 +90,9 @@ var _ = Describe("DecodeFirewallExtensionConfig", func() {
 		Entry("a resolver by name", config(`,"dns":{"upstreams":["dns.example.com"]}`),
 			`providerConfig.dns.upstreams[0]: Invalid value: "dns.example.com": must be an IPv4 or IPv6 address`),
 		Entry("a grace of a week", config(`,"dns":{"upstreams":["10.0.0.53"],"grace":"168h"}`), `providerConfig.dns.grace: Invalid value: "168h0m0s": must be between 0s and 24h`),
+		Entry("an unknown hibernation policy", config(`,"hibernation":"delete"`),
+			`providerConfig.hibernation: Unsupported value: "delete": supported values: "release", "keep"`),
+		Entry("a hibernation policy in the wrong case", config(`,"hibernation":"Keep"`), `providerConfig.hibernation: Unsupported value: "Keep"`),
 		Entry("an unknown DNS field", config(`,"dns":{"upstreams":["10.0.0.53"],"upstream":"10.0.0.54"}`), `unknown field "dns.upstream"`),
 	)
 
@@ -98,6 +101,17 @@ var _ = Describe("DecodeFirewallExtensionConfig", func() {
 		Expect(err).NotTo(HaveOccurred())
 		Expect(cfg.CreateTimeout.Duration).To(Equal(time.Minute))
 		Expect(cfg.HealthTimeout.Duration).To(Equal(24 * time.Hour))
+	})
+
+	It("accepts both hibernation policies and none", func() {
+		for _, policy := range []string{"release", "keep"} {
+			cfg, err := DecodeFirewallExtensionConfig([]byte(config(`,"hibernation":"` + policy + `"`)))
+			Expect(err).NotTo(HaveOccurred())
+			Expect(string(cfg.Hibernation)).To(Equal(policy))
+		}
+		cfg, err := DecodeFirewallExtensionConfig([]byte(config("")))
+		Expect(err).NotTo(HaveOccurred())
+		Expect(cfg.Hibernation).To(BeEmpty(), "release, as the actuator reads it")
 	})
 
 	It("reports at most strict.MaxErrors errors and counts the rest", func() {

@@ -104,7 +104,7 @@ var _ = Describe("Reconciler with bootstrap credentials", func() {
 		Expect(e.tokens[0].serviceAccount).To(Equal(bootSA))
 		Expect(e.tokens[0].expirationSeconds).To(BeEquivalentTo(tokenValidity/time.Second), "its life starts with the machine")
 		Expect(e.tokens[0].machinesBefore).To(BeZero(), "minted before the machine")
-		Expect(e.provider.Created).To(Equal(1))
+		Expect(e.provider.Created()).To(Equal(1))
 
 		files := e.provider.Userdata(e.provider.IDs()[0])
 		Expect(files).To(ContainElement(And(HaveField("Path", agentconfigv1alpha1.BootstrapKubeconfigPath), HaveField("Mode", BeEquivalentTo(0o600)))))
@@ -132,7 +132,7 @@ var _ = Describe("Reconciler with bootstrap credentials", func() {
 		e := newEnv(newFirewall(), bootstrap)
 		e.allow = func(a *authorizationv1.ResourceAttributes) bool { return a.Subresource == "nodeclient" }
 		Expect(e.reconcile()).To(Equal(reconcile.Result{RequeueAfter: time.Minute}))
-		Expect(e.provider.Created).To(BeZero())
+		Expect(e.provider.Created()).To(BeZero())
 		Expect(serviceAccounts(e)).To(BeEmpty())
 		Expect(e.tokens).To(BeEmpty())
 		Expect(meta.FindStatusCondition(e.firewall().Status.Conditions, firewallv1alpha1.ConditionCreated)).To(HaveValue(And(
@@ -145,7 +145,7 @@ var _ = Describe("Reconciler with bootstrap credentials", func() {
 		By("creating it once the seed no longer grants it")
 		e.allow = nil
 		e.reconcile()
-		Expect(e.provider.Created).To(Equal(1))
+		Expect(e.provider.Created()).To(Equal(1))
 		Expect(e.tokens).To(HaveLen(1))
 		Expect(meta.IsStatusConditionTrue(e.firewall().Status.Conditions, firewallv1alpha1.ConditionCreated)).To(BeTrue())
 	})
@@ -209,7 +209,7 @@ var _ = Describe("Reconciler with bootstrap credentials", func() {
 		e := restoredEnv(map[string]string{firewallv1alpha1.AnnotationAgentKey: pin(key)})
 
 		e.reconcile()
-		Expect(e.provider.Created).To(Equal(1), "the restored machine is kept")
+		Expect(e.provider.Created()).To(Equal(1), "the restored machine is kept")
 		Expect(deliver.delivered).To(HaveLen(1))
 		Expect(e.tokens).To(HaveLen(1))
 		Expect(deliver.delivered[0].expires).To(Equal(e.tokens[0].expires))
@@ -257,7 +257,7 @@ var _ = Describe("Reconciler with bootstrap credentials", func() {
 			Expect(deliver.delivered).To(BeEmpty())
 			Expect(e.tokens).To(BeEmpty())
 			Expect(serviceAccounts(e)).To(BeEmpty())
-			Expect(e.provider.Created).To(Equal(1), "the restored machine is kept")
+			Expect(e.provider.Created()).To(Equal(1), "the restored machine is kept")
 		},
 		Entry("no annotation", nil),
 		Entry("an empty one", map[string]string{firewallv1alpha1.AnnotationAgentKey: ""}),

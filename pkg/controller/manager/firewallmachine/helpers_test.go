@@ -95,7 +95,7 @@ func newEnv(fw *firewallv1alpha1.Firewall, bootstrap *firewallmachine.Bootstrap,
 				return err
 			}
 			t := mintedToken{serviceAccount: client.ObjectKeyFromObject(obj), expirationSeconds: *tr.Spec.ExpirationSeconds,
-				token: fmt.Sprintf("boot-token-%d", len(e.tokens)), machinesBefore: e.provider.Created}
+				token: fmt.Sprintf("boot-token-%d", len(e.tokens)), machinesBefore: e.provider.Created()}
 			t.expires = e.clk.Now().Add(time.Duration(t.expirationSeconds) * time.Second)
 			e.tokens = append(e.tokens, t)
 			tr.Status = authenticationv1.TokenRequestStatus{Token: t.token, ExpirationTimestamp: metav1.NewTime(t.expires)}

@@ -27,7 +27,7 @@ var _ = Describe("Reconciler", func() {
 	It("creates a machine only when Find returns none, never a second one", func() {
 		e := newEnv(newFirewall(), nil)
 		e.reconcile()
-		Expect(e.provider.Created).To(Equal(1))
+		Expect(e.provider.Created()).To(Equal(1))
 		id := e.provider.IDs()[0]
 		fw := e.firewall()
 		Expect(fw.Finalizers).To(ContainElement(firewallmachine.Finalizer))
@@ -36,14 +36,14 @@ var _ = Describe("Reconciler", func() {
 		Expect(e.provider.Userdata(id)).To(ConsistOf(HaveField("Path", "/etc/firewall-agent/config.yaml")))
 
 		e.reconcile()
-		Expect(e.provider.Created).To(Equal(1))
+		Expect(e.provider.Created()).To(Equal(1))
 
 		By("finding it by name and tags when the status lost its ID")
 		patch := client.MergeFrom(fw.DeepCopy())
 		fw.Status.MachineStatus = nil
 		Expect(e.c.Status().Patch(e.ctx, fw, patch)).To(Succeed())
 		e.reconcile()
-		Expect(e.provider.Created).To(Equal(1))
+		Expect(e.provider.Created()).To(Equal(1))
 		Expect(e.firewall().Status.MachineStatus).To(HaveField("MachineID", id))
 	})
 
@@ -53,7 +53,7 @@ var _ = Describe("Reconciler", func() {
 		_, err := e.provider.Create(e.ctx, newFirewall(), nil) // by the old seed, for the same Firewall
 		Expect(err).NotTo(HaveOccurred())
 		e.reconcile()
-		Expect(e.provider.Created).To(Equal(1))
+		Expect(e.provider.Created()).To(Equal(1))
 		Expect(e.firewall().Status.MachineStatus).To(HaveField("MachineID", e.provider.IDs()[0]))
 	})
 
@@ -64,7 +64,7 @@ var _ = Describe("Reconciler", func() {
 		e := newEnv(fw, nil)
 		_, err := e.r.Reconcile(e.ctx, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(fw)})
 		Expect(err).To(MatchError(ContainSubstring(`spec.userdataContents[1].secretRef: reading secret "shoot-access"`)))
-		Expect(e.provider.Created).To(BeZero())
+		Expect(e.provider.Created()).To(BeZero())
 
 		Expect(e.c.Create(e.ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "shoot-access", Namespace: namespace},
 			Data: map[string][]byte{"kubeconfig": []byte("shoot-kubeconfig")}})).To(Succeed())
@@ -123,7 +123,7 @@ var _ = Describe("Reconciler", func() {
 		fw.Annotations = map[string]string{firewallv1alpha1.AnnotationPaused: "true"}
 		e := newEnv(fw, nil)
 		Expect(e.reconcile()).To(Equal(reconcile.Result{}))
-		Expect(e.provider.Created).To(BeZero())
+		Expect(e.provider.Created()).To(BeZero())
 		fw = e.firewall()
 		Expect(fw.Finalizers).To(BeEmpty())
 		Expect(fw.Status.Conditions).To(BeEmpty())
@@ -134,7 +134,7 @@ var _ = Describe("Reconciler", func() {
 		fw.Spec.Size = ""
 		e := newEnv(fw, nil)
 		Expect(e.reconcile()).To(Equal(reconcile.Result{}))
-		Expect(e.provider.Created).To(BeZero())
+		Expect(e.provider.Created()).To(BeZero())
 		Expect(condition(e.firewall(), firewallv1alpha1.ConditionCreated)).To(And(HaveField("Status", metav1.ConditionFalse),
 			HaveField("Reason", "InvalidSpec"), HaveField("Message", ContainSubstring("spec.size"))))
 	})
@@ -156,7 +156,7 @@ var _ = Describe("Reconciler", func() {
 		e.reconcile()
 		Expect(apierrors.IsNotFound(e.c.Get(e.ctx, client.ObjectKeyFromObject(fw), fw))).To(BeTrue())
 		Expect(e.provider.IDs()).To(BeEmpty())
-		Expect(e.provider.Created).To(Equal(1))
+		Expect(e.provider.Created()).To(Equal(1))
 	})
 
 	It("keeps the machine and the finalizer of a paused Firewall being deleted", func() {

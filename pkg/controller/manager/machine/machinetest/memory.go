@@ -20,15 +20,16 @@ type Memory struct {
 	next     int
 	machines map[string]*machine.Machine
 	userdata map[string][]machine.File
-	// Created counts Create calls over the provider's life.
-	Created int
+	// created counts Create calls over the provider's life, per namespace of
+	// the Firewall: specs sharing a provider count only their own.
+	created map[string]int
 }
 
 var _ machine.Provider = &Memory{}
 
 // NewMemory returns an empty provider.
 func NewMemory() *Memory {
-	return &Memory{machines: map[string]*machine.Machine{}, userdata: map[string][]machine.File{}}
+	return &Memory{machines: map[string]*machine.Machine{}, userdata: map[string][]machine.File{}, created: map[string]int{}}
 }
 
 // Find looks up by machine ID, then by name and tags, like a real provider.
@@ -55,12 +56,30 @@ func (p *Memory) Create(_ context.Context, fw *firewallv1alpha1.Firewall, userda
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.next++
-	p.Created++
+	p.created[fw.Namespace]++
 	m := &machine.Machine{ID: fmt.Sprintf("mem-%d", p.next), Name: fw.Name, Tags: machine.Tags(fw), Provisioned: true, AllocatedAt: time.Now(), Message: "in memory"}
 	p.machines[m.ID] = m
 	p.userdata[m.ID] = userdata
 	c := *m
 	return &c, nil
+}
+
+// Created is the number of Create calls over the provider's life.
+func (p *Memory) Created() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	n := 0
+	for _, c := range p.created {
+		n += c
+	}
+	return n
+}
+
+// CreatedIn is the number of Create calls for Firewalls in namespace.
+func (p *Memory) CreatedIn(namespace string) int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.created[namespace]
 }
 
 // Delete releases a machine.

@@ -1,0 +1,209 @@
+// Package rollrequest rolls a shoot's firewall when the shoot's owner asks
+// for it: the annotation roll-set on a FirewallMonitor in the shoot, as with
+// metal-stack's firewall-controller-manager. The shoot's kube-apiserver is
+// read through its `gardener` kubeconfig, every Interval, so that a broken
+// firewall (whose agent relays nothing) can be rolled too.
+package rollrequest
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/tools/events"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	firewallv1alpha1 "github.com/metal-firewall/gardener-extension-firewall/pkg/apis/firewall/v1alpha1"
+)
+
+// ReasonRollRequested is the reason of the FirewallDeployment's Event.
+const ReasonRollRequested = "RollRequested"
+
+// maxNote bounds what of the shoot's text goes into an Event.
+const maxNote = 64
+
+// Reconciler acts on roll requests from the shoot.
+type Reconciler struct {
+	// Client is the seed's.
+	Client client.Client
+	// ShootClient returns a client of the shoot of a shoot namespace.
+	ShootClient func(ctx context.Context, namespace string) (client.Client, error)
+	// Interval is how often a shoot is asked.
+	Interval time.Duration
+	// Recorder records the roll on the FirewallDeployment.
+	Recorder events.EventRecorder
+	// Workers is how many shoots are asked at once; 1 when 0.
+	Workers int
+}
+
+// AddToManager registers the controller.
+func (r *Reconciler) AddToManager(mgr manager.Manager) error {
+	if r.Client == nil {
+		r.Client = mgr.GetClient()
+	}
+	if r.Recorder == nil {
+		r.Recorder = mgr.GetEventRecorder("rollrequest")
+	}
+	// Status updates are frequent and tell nothing new: the requeue asks again.
+	return builder.ControllerManagedBy(mgr).Named("rollrequest").WithOptions(controller.Options{MaxConcurrentReconciles: r.Workers}).
+		For(&firewallv1alpha1.FirewallDeployment{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
+		Complete(r)
+}
+
+// Reconcile asks the deployment's shoot for roll requests.
+func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	d := &firewallv1alpha1.FirewallDeployment{}
+	if err := r.Client.Get(ctx, req.NamespacedName, d); err != nil {
+		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+	// Paused: migrating. No replicas: the shoot hibernates, its kube-apiserver is gone.
+	if d.DeletionTimestamp != nil || firewallv1alpha1.IsPaused(d.Annotations) || d.Spec.Replicas == 0 {
+		return reconcile.Result{}, nil
+	}
+	next := reconcile.Result{RequeueAfter: r.Interval}
+	shoot, err := r.ShootClient(ctx, d.Namespace)
+	if err != nil {
+		// A shoot being created or woken has no kube-apiserver yet: not an error of ours.
+		log.FromContext(ctx).V(1).Info("Cannot ask the shoot for roll requests", "error", err.Error())
+		return next, nil
+	}
+	monitors := &firewallv1alpha1.FirewallMonitorList{}
+	if err := shoot.List(ctx, monitors, client.InNamespace(firewallv1alpha1.FirewallMonitorNamespace)); err != nil {
+		log.FromContext(ctx).V(1).Info("Cannot list the shoot's FirewallMonitors", "error", err.Error())
+		return next, nil
+	}
+	// The agent names its monitor after its Firewall: only a monitor of one
+	// of the deployment's Firewalls speaks for this deployment.
+	fws := &firewallv1alpha1.FirewallList{}
+	if err := r.Client.List(ctx, fws, client.InNamespace(d.Namespace), client.MatchingLabels(d.Spec.Selector)); err != nil {
+		return reconcile.Result{}, err
+	}
+	ours := map[string]bool{}
+	for _, fw := range fws.Items {
+		ours[fw.Name] = true
+	}
+	var requests []*firewallv1alpha1.FirewallMonitor
+	for i := range monitors.Items {
+		m := &monitors.Items[i]
+		value, ok := m.Annotations[firewallv1alpha1.AnnotationRollSet]
+		if !ok || !ours[m.Name] {
+			continue
+		}
+		if yes, _ := strconv.ParseBool(value); !yes {
+			// "false" or garbage asks for nothing; it goes, so that it does not linger.
+			if err := r.acknowledge(ctx, shoot, m); err != nil {
+				return reconcile.Result{}, err
+			}
+			continue
+		}
+		requests = append(requests, m)
+	}
+	if len(requests) == 0 {
+		return next, nil
+	}
+	sort.Slice(requests, func(i, j int) bool { return requests[i].Name < requests[j].Name })
+	return next, r.roll(ctx, shoot, d, requests)
+}
+
+// roll rolls the deployment once for all requests: it marks them with the
+// roll's token first, sets the token as the deployment's roll annotation
+// (unless a previous try did), records who asked, and removes the requests.
+func (r *Reconciler) roll(ctx context.Context, shoot client.Client, d *firewallv1alpha1.FirewallDeployment, requests []*firewallv1alpha1.FirewallMonitor) error {
+	token := ""
+	for _, m := range requests {
+		if t := m.Annotations[firewallv1alpha1.AnnotationRollSetAcknowledged]; t != "" {
+			token = t
+			break
+		}
+	}
+	if token == "" {
+		b := make([]byte, 8)
+		_, _ = rand.Read(b)
+		token = "shoot-" + hex.EncodeToString(b)
+	}
+	for _, m := range requests {
+		if m.Annotations[firewallv1alpha1.AnnotationRollSetAcknowledged] == token {
+			continue
+		}
+		patch := client.MergeFromWithOptions(m.DeepCopy(), client.MergeFromWithOptimisticLock{})
+		m.Annotations[firewallv1alpha1.AnnotationRollSetAcknowledged] = token
+		if err := shoot.Patch(ctx, m, patch); err != nil {
+			return fmt.Errorf("acknowledging the roll request on FirewallMonitor %s: %w", m.Name, err)
+		}
+	}
+	if d.Annotations[firewallv1alpha1.AnnotationRoll] != token {
+		patch := client.MergeFrom(d.DeepCopy())
+		if d.Annotations == nil {
+			d.Annotations = map[string]string{}
+		}
+		d.Annotations[firewallv1alpha1.AnnotationRoll] = token
+		if err := r.Client.Patch(ctx, d, patch); err != nil {
+			return fmt.Errorf("rolling FirewallDeployment %s: %w", d.Name, err)
+		}
+		var who []string
+		for _, m := range requests {
+			who = append(who, requester(m))
+		}
+		note := fmt.Sprintf("Rolling the firewall (roll %s) as asked from the shoot: %s", token, strings.Join(who, "; "))
+		log.FromContext(ctx).Info("Rolling the firewall as asked from the shoot", "roll", token, "requests", who)
+		if r.Recorder != nil {
+			r.Recorder.Eventf(d, nil, corev1.EventTypeNormal, ReasonRollRequested, "Roll", "%s", note)
+		}
+	}
+	for _, m := range requests {
+		if err := r.acknowledge(ctx, shoot, m); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// acknowledge removes the request from the monitor.
+func (r *Reconciler) acknowledge(ctx context.Context, shoot client.Client, m *firewallv1alpha1.FirewallMonitor) error {
+	patch := client.MergeFrom(m.DeepCopy())
+	delete(m.Annotations, firewallv1alpha1.AnnotationRollSet)
+	delete(m.Annotations, firewallv1alpha1.AnnotationRollSetAcknowledged)
+	if err := shoot.Patch(ctx, m, patch); client.IgnoreNotFound(err) != nil {
+		return fmt.Errorf("removing the roll request from FirewallMonitor %s: %w", m.Name, err)
+	}
+	return nil
+}
+
+// requester names the monitor and what set the annotation, as far as the
+// shoot's managedFields tell (the field manager, e.g. kubectl-annotate, and
+// when; the shoot's audit log names the user).
+func requester(m *firewallv1alpha1.FirewallMonitor) string {
+	who := "FirewallMonitor " + m.Namespace + "/" + bounded(m.Name)
+	key := `"f:` + firewallv1alpha1.AnnotationRollSet + `"`
+	for _, f := range m.ManagedFields {
+		if f.FieldsV1 != nil && strings.Contains(string(f.FieldsV1.Raw), key) {
+			who += " (annotation set by " + bounded(f.Manager)
+			if f.Time != nil {
+				who += " at " + f.Time.UTC().Format(time.RFC3339)
+			}
+			who += ")"
+			break
+		}
+	}
+	return who
+}
+
+// bounded quotes the shoot's text, at most maxNote bytes of it.
+func bounded(s string) string {
+	if len(s) > maxNote {
+		s = s[:maxNote] + "..."
+	}
+	return strconv.Quote(s)
+}
