@@ -188,7 +188,7 @@ func requester(m *firewallv1alpha1.FirewallMonitor) string {
 	who := "FirewallMonitor " + m.Namespace + "/" + bounded(m.Name)
 	key := `"f:` + firewallv1alpha1.AnnotationRollSet + `"`
 	for _, f := range m.ManagedFields {
-		if f.FieldsV1 != nil && strings.Contains(string(f.FieldsV1.Raw), key) {
+		if f.FieldsV1 != nil && strings.Contains(f.FieldsV1.GetRawString(), key) {
 			who += " (annotation set by " + bounded(f.Manager)
 			if f.Time != nil {
 				who += " at " + f.Time.UTC().Format(time.RFC3339)
