@@ -15,9 +15,20 @@ const maxListed = 10
 
 // Validate checks the firewall's partition, size, image and agent version
 // against the CloudProfileConfig, as provider-metal does for its own
-// firewall: an empty list in the CloudProfile allows every value.
-func Validate(fw *firewallv1alpha1.FirewallExtensionConfig, cfg *Config, fldPath *field.Path) field.ErrorList {
+// firewall: an empty list in the CloudProfile allows every value. On an
+// update (old is not nil) only changed values are checked: an image the
+// operator has since removed from the CloudProfile must not block every later
+// write of a Shoot that still runs it, Gardener's own ones included.
+func Validate(fw, old *firewallv1alpha1.FirewallExtensionConfig, cfg *Config, fldPath *field.Path) field.ErrorList {
+	if old == nil {
+		old = &firewallv1alpha1.FirewallExtensionConfig{}
+	} else if old.Partition == fw.Partition && old.Size == fw.Size && old.Image == fw.Image && old.AgentVersion == fw.AgentVersion {
+		return nil
+	}
 	mcp, p := cfg.find(fw.Partition)
+	if mcp == nil && old.Partition == fw.Partition {
+		return nil
+	}
 	if mcp == nil {
 		var partitions []string
 		for _, mcp := range cfg.MetalControlPlanes {
@@ -28,13 +39,13 @@ func Validate(fw *firewallv1alpha1.FirewallExtensionConfig, cfg *Config, fldPath
 		return field.ErrorList{notOffered(fldPath.Child("partition"), fw.Partition, "partitions", partitions)}
 	}
 	var errs field.ErrorList
-	if len(p.FirewallTypes) > 0 && !slices.Contains(p.FirewallTypes, fw.Size) {
+	if fw.Size != old.Size && len(p.FirewallTypes) > 0 && !slices.Contains(p.FirewallTypes, fw.Size) {
 		errs = append(errs, notOffered(fldPath.Child("size"), fw.Size, "firewallTypes of partition "+fw.Partition, p.FirewallTypes))
 	}
-	if len(mcp.FirewallImages) > 0 && !slices.Contains(mcp.FirewallImages, fw.Image) {
+	if fw.Image != old.Image && len(mcp.FirewallImages) > 0 && !slices.Contains(mcp.FirewallImages, fw.Image) {
 		errs = append(errs, notOffered(fldPath.Child("image"), fw.Image, "firewallImages", mcp.FirewallImages))
 	}
-	if fw.AgentVersion != "" && len(mcp.FirewallControllerVersions) > 0 {
+	if fw.AgentVersion != "" && fw.AgentVersion != old.AgentVersion && len(mcp.FirewallControllerVersions) > 0 {
 		versions := make([]string, 0, len(mcp.FirewallControllerVersions))
 		for _, v := range mcp.FirewallControllerVersions {
 			versions = append(versions, v.Version)

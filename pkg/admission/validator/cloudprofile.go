@@ -18,11 +18,22 @@ import (
 
 // ValidateFirewallAgainstCloudProfile checks every enabled `firewall`
 // extension of a syntactically valid shoot against the shoot's CloudProfile
-// or NamespacedCloudProfile. A CloudProfile without metal-stack's
-// CloudProfileConfig checks nothing. The error is for a CloudProfile that
-// cannot be read.
-func ValidateFirewallAgainstCloudProfile(ctx context.Context, reader client.Reader, shoot *gardencorev1beta1.Shoot) (field.ErrorList, error) {
-	configs := firewallConfigs(shoot)
+// or NamespacedCloudProfile; on an update (oldShoot not nil) only what
+// changed. A CloudProfile without metal-stack's CloudProfileConfig checks
+// nothing. The error is for a CloudProfile that cannot be read.
+func ValidateFirewallAgainstCloudProfile(ctx context.Context, reader client.Reader, shoot, oldShoot *gardencorev1beta1.Shoot) (field.ErrorList, error) {
+	olds := map[string]*firewallv1alpha1.FirewallExtensionConfig{}
+	if oldShoot != nil {
+		for _, c := range firewallConfigs(oldShoot) {
+			olds[c.fldPath.String()] = c.config
+		}
+	}
+	var configs []firewallConfig
+	for _, c := range firewallConfigs(shoot) {
+		if old := olds[c.fldPath.String()]; old == nil || cloudProfileFieldsChanged(old, c.config) {
+			configs = append(configs, c)
+		}
+	}
 	if len(configs) == 0 {
 		return nil, nil
 	}
@@ -36,9 +47,15 @@ func ValidateFirewallAgainstCloudProfile(ctx context.Context, reader client.Read
 	}
 	var errs field.ErrorList
 	for _, c := range configs {
-		errs = append(errs, cloudprofile.Validate(c.config, cfg, c.fldPath)...)
+		errs = append(errs, cloudprofile.Validate(c.config, olds[c.fldPath.String()], cfg, c.fldPath)...)
 	}
 	return errs, nil
+}
+
+// cloudProfileFieldsChanged says whether an update touches what the
+// CloudProfile constrains; if not, the CloudProfile need not be read.
+func cloudProfileFieldsChanged(old, fw *firewallv1alpha1.FirewallExtensionConfig) bool {
+	return old.Partition != fw.Partition || old.Size != fw.Size || old.Image != fw.Image || old.AgentVersion != fw.AgentVersion
 }
 
 type firewallConfig struct {

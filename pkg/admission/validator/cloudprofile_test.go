@@ -162,6 +162,32 @@ var _ = Describe("the CloudProfile", func() {
 		Expect(resp.Warnings).To(BeEmpty())
 	})
 
+	Describe("on an update", func() {
+		// firewall-ubuntu-1.0 was offered when the shoot was created and has since been removed.
+		old := firewallShoot("metal", firewallConfig("c1-xlarge-x86", "firewall-ubuntu-1.0", "fra-equ01", ""))
+
+		It("admits a value the CloudProfile no longer offers while it stays, without reading the CloudProfile", func() {
+			s := firewallShoot("metal", firewallConfig("c1-xlarge-x86", "firewall-ubuntu-1.0", "fra-equ01", `,"internalPrefixes":["10.0.0.0/8"]`))
+			unreadable := &validator.Validator{Reader: newReader()}
+			resp := handle(unreadable, admissionv1.Update, s, old)
+			Expect(resp.Allowed).To(BeTrue(), "%v", resp.Result)
+			Expect(handle(unreadable, admissionv1.Create, s, nil).Result.Code).To(BeEquivalentTo(500), "a create does read it")
+		})
+
+		It("checks only the changed value", func() {
+			resp := handle(metal, admissionv1.Update, firewallShoot("metal", firewallConfig("n1-medium-x86", "firewall-ubuntu-1.0", "fra-equ01", "")), old)
+			Expect(resp.Allowed).To(BeFalse())
+			Expect(resp.Result.Message).To(ContainSubstring(`size: Invalid value: "n1-medium-x86"`))
+			Expect(resp.Result.Message).NotTo(ContainSubstring("image"))
+		})
+
+		It("refuses a new image the CloudProfile does not offer", func() {
+			resp := handle(metal, admissionv1.Update, firewallShoot("metal", firewallConfig("c1-xlarge-x86", "firewall-ubuntu-1.1", "fra-equ01", "")), old)
+			Expect(resp.Allowed).To(BeFalse())
+			Expect(resp.Result.Message).To(ContainSubstring(`image: Invalid value: "firewall-ubuntu-1.1": not in the CloudProfile's firewallImages`))
+		})
+	})
+
 	It("warns about a new size even without a metal CloudProfile", func() {
 		old := firewallShoot("aws", firewallConfig("a", "i", "p", ""))
 		resp := handle(metal, admissionv1.Update, firewallShoot("aws", firewallConfig("b", "i", "p", "")), old)

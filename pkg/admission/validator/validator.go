@@ -42,8 +42,15 @@ func (v *Validator) Handle(ctx context.Context, req admission.Request) admission
 	if len(errs) > 0 {
 		return invalid(shoot, errs)
 	}
+	var oldShoot *gardencorev1beta1.Shoot
+	if req.Operation == admissionv1.Update && len(req.OldObject.Raw) > 0 {
+		oldShoot = &gardencorev1beta1.Shoot{}
+		if err := json.Unmarshal(req.OldObject.Raw, oldShoot); err != nil {
+			return admission.Errored(http.StatusBadRequest, err)
+		}
+	}
 	if v.Reader != nil {
-		errs, err := ValidateFirewallAgainstCloudProfile(ctx, v.Reader, shoot)
+		errs, err := ValidateFirewallAgainstCloudProfile(ctx, v.Reader, shoot, oldShoot)
 		if err != nil {
 			return admission.Errored(http.StatusInternalServerError, err)
 		}
@@ -52,11 +59,8 @@ func (v *Validator) Handle(ctx context.Context, req admission.Request) admission
 		}
 	}
 	var warnings []string
-	if req.Operation == admissionv1.Update && len(req.OldObject.Raw) > 0 {
-		oldShoot := &gardencorev1beta1.Shoot{}
-		if err := json.Unmarshal(req.OldObject.Raw, oldShoot); err == nil {
-			warnings = RollWarnings(oldShoot, shoot)
-		}
+	if oldShoot != nil {
+		warnings = RollWarnings(oldShoot, shoot)
 	}
 	return admission.Allowed("").WithWarnings(warnings...)
 }
