@@ -53,12 +53,18 @@ func Decode(providerConfig *runtime.RawExtension) (*Config, error) {
 	if providerConfig == nil || len(providerConfig.Raw) == 0 {
 		return nil, nil
 	}
+	// The type first: another provider's config is none of our business,
+	// even if it does not fit Config.
+	var meta struct {
+		APIVersion string `json:"apiVersion"`
+		Kind       string `json:"kind"`
+	}
+	if err := json.Unmarshal(providerConfig.Raw, &meta); err != nil || meta.APIVersion != APIVersion || meta.Kind != Kind {
+		return nil, nil //nolint:nilerr // not metal-stack's: syntax checks only
+	}
 	cfg := &Config{}
 	if err := json.Unmarshal(providerConfig.Raw, cfg); err != nil {
-		return nil, fmt.Errorf("the CloudProfile's spec.providerConfig: %w", err)
-	}
-	if cfg.APIVersion != APIVersion || cfg.Kind != Kind {
-		return nil, nil
+		return nil, fmt.Errorf("the CloudProfile's spec.providerConfig (%s): %w", Kind, err)
 	}
 	return cfg, nil
 }
