@@ -18,4 +18,31 @@ done
 cp "$gardener_dir/pkg/component/gardener/resourcemanager/assets/crd-resources.gardener.cloud_managedresources.yaml" "$out/"
 # Istio's CRDs as gardener deploys them into seeds.
 cp "$gardener_dir/pkg/component/networking/istio/charts/istio/istio-crds/crd-all.gen.yaml" "$out/crd-istio.yaml"
-chmod 0644 "$out"/*.yaml
+
+# metal-stack's ClusterwideNetworkPolicy CRD (metal-stack.io/v1), which shoots
+# moved from firewall-controller still hold: the shoot tests install it to show
+# the agent reads those policies. A shoot CRD, so apart from the seed's.
+fc_module=github.com/metal-stack/firewall-controller/v2
+fc_version=v2.5.0
+fc_dir="$(go mod download -json "$fc_module@$fc_version" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')"
+[ -n "$fc_dir" ] || { echo "update-upstream-crds: $fc_module@$fc_version could not be downloaded" >&2; exit 1; }
+mkdir -p "$out/shoot"
+rm -f "$out"/shoot/*.yaml
+{
+  echo "# Copied by hack/update-upstream-crds.sh from $fc_module@$fc_version,"
+  echo "# config/crd/bases/metal-stack.io_clusterwidenetworkpolicies.yaml. Do not edit."
+  echo "# Its license:"
+  echo "#"
+  sed 's/^/# /; s/ $//' "$fc_dir/LICENSE"
+  cat "$fc_dir/config/crd/bases/metal-stack.io_clusterwidenetworkpolicies.yaml"
+} > "$out/shoot/crd-metal-stack.io_clusterwidenetworkpolicies.yaml"
+# Its own example policies (not a CRD: kept out of the directory tests install).
+mkdir -p "$out/examples"
+{
+  echo "# Copied by hack/update-upstream-crds.sh from $fc_module@$fc_version,"
+  echo "# deploy/clusterwidenetworkpolicy.yaml. Do not edit. Its license: MIT, as in"
+  echo "# ../shoot/crd-metal-stack.io_clusterwidenetworkpolicies.yaml (Copyright (c) 2020 The metal-stack Authors)."
+  cat "$fc_dir/deploy/clusterwidenetworkpolicy.yaml"
+} > "$out/examples/metal-stack.io_clusterwidenetworkpolicy.yaml"
+
+chmod 0644 "$out"/*.yaml "$out"/shoot/*.yaml "$out"/examples/*.yaml

@@ -53,6 +53,10 @@ const (
 	AgentShootRoleName = "firewall-agent"
 	// AgentShootClusterRoleName is the agent's ClusterRole in the shoot (reading Services).
 	AgentShootClusterRoleName = "firewall.metal-firewall.io:agent"
+	// MetalStackPolicyGroup is the API group of metal-stack's firewall-
+	// controller, whose ClusterwideNetworkPolicies (version v1) the agent
+	// enforces too.
+	MetalStackPolicyGroup = "metal-stack.io"
 	// AgentCSRClusterRoleName is the seed ClusterRole that lets an agent request
 	// its client certificate.
 	AgentCSRClusterRoleName = "gardener-extension-firewall:agent-csr"

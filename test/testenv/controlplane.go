@@ -171,6 +171,17 @@ func ShootCRDPaths() []string {
 	return existing(filepath.Join(RepoRoot(), "pkg", "apis", "firewall", "crds", "shoot"))
 }
 
+// MetalStackShootCRDPaths hold the metal-stack.io/v1 ClusterwideNetworkPolicy
+// CRD of metal-stack's firewall-controller, which shoots moved from it hold.
+func MetalStackShootCRDPaths() []string {
+	return existing(filepath.Join(RepoRoot(), "upstream-crds", "shoot"))
+}
+
+// MetalStackExamplePolicies is firewall-controller's own example of its policies.
+func MetalStackExamplePolicies() string {
+	return filepath.Join(RepoRoot(), "upstream-crds", "examples", "metal-stack.io_clusterwidenetworkpolicy.yaml")
+}
+
 func existing(paths ...string) []string {
 	var out []string
 	for _, p := range paths {

@@ -19,6 +19,7 @@ import (
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/firewall/agent"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/firewall/metrics"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/firewall/nftables"
+	"github.com/metal-firewall/gardener-extension-firewall/pkg/firewall/snataddr"
 )
 
 // Version is set at build time:
@@ -40,6 +41,7 @@ type Options struct {
 	SeedInterval       time.Duration
 	MetalInterval      time.Duration
 	MetricsBindAddress string
+	SNATRecord         string
 }
 
 // NewCommand returns the firewall-agent command with its render subcommand.
@@ -70,6 +72,8 @@ re-applies on change; a bad config is logged and the ruleset in force stays.`,
 	cmd.Flags().DurationVar(&opts.MetalInterval, "metal-interval", 10*time.Second, "how often to ask the metal-api for this firewall's allocation (metal source); an unchanged allocation is neither converted nor applied")
 	cmd.Flags().StringVar(&opts.MetricsBindAddress, "metrics-bind-address", DefaultMetricsBindAddress,
 		`address to serve Prometheus metrics on (/metrics); "0" or "" turns them off. Keep it off public interfaces: the firewall's own ports are not filtered by the agent`)
+	cmd.Flags().StringVar(&opts.SNATRecord, "snat-address-record", snataddr.DefaultRecordPath,
+		"file (0600) recording the SNAT addresses the agent put on interfaces; only those are ever removed")
 	cmd.AddCommand(newRenderCommand())
 	return cmd
 }
@@ -101,6 +105,7 @@ func run(ctx context.Context, opts *Options) error {
 	a := &agent.Agent{
 		ConfigPath:     opts.ConfigPath,
 		Applier:        programmer,
+		Addresses:      &snataddr.Manager{RecordPath: opts.SNATRecord},
 		Log:            log,
 		PollInterval:   opts.PollInterval,
 		ResyncInterval: opts.ResyncInterval,

@@ -35,6 +35,8 @@ type actuator struct {
 	client client.Client
 	// reader reads around the cache: the shared filter must see every status written before.
 	reader client.Reader
+	// cache is what rebuilds read first (the client's informer cache; tests wrap it).
+	cache  client.Reader
 	config Config
 	always []netip.Prefix
 	// shared coalesces the rebuilds of the shared filters (shared.go).
@@ -44,8 +46,9 @@ type actuator struct {
 	deployed map[string]string
 }
 
-// NewActuator returns the actuator of the acl extension. reader should be uncached (the manager's
-// API reader); the shared HTTP-CONNECT filter is rebuilt from what it lists.
+// NewActuator returns the actuator of the acl extension. c reads from the informer cache, which
+// the shared HTTP-CONNECT filter is rebuilt from once it shows the statuses written; reader should
+// be uncached (the manager's API reader), listed while the cache lags.
 func NewActuator(c client.Client, reader client.Reader, cfg Config) (extension.Actuator, error) {
 	var always []netip.Prefix
 	for _, s := range cfg.AlwaysAllowedCIDRs {
@@ -60,7 +63,7 @@ func NewActuator(c client.Client, reader client.Reader, cfg Config) (extension.A
 			return nil, fmt.Errorf("operator's seed egress CIDR %q: %w", s, err)
 		}
 	}
-	return &actuator{client: c, reader: reader, config: cfg, always: always}, nil
+	return &actuator{client: c, reader: reader, cache: c, config: cfg, always: always}, nil
 }
 
 // Reconcile validates the rule, reports what is enforced and deploys it.

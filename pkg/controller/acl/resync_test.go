@@ -43,8 +43,8 @@ var _ = Describe("a shoot's resync", func() {
 			cluster(`{"networks":{"nodes":"10.1.0.0/16","pods":"10.2.0.0/16","services":"10.3.0.0/16"}}`, `"spec":{"networking":{"nodes":"10.250.0.0/16"}}`),
 			gateway("shoot--p--a", "kube-apiserver", labels, "api.a.example.com"),
 			&corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "istio-ingressgateway", Namespace: "istio-ingress", Labels: labels}})
-		lists := &extensionLists{Reader: a.reader}
-		a.reader = lists
+		lists := &extensionLists{Reader: a.cache}
+		a.cache = lists
 		now := time.Now()
 		a.shared.now = func() time.Time { return now }
 		reconcile := func() {
@@ -77,9 +77,9 @@ var _ = Describe("a shoot's resync", func() {
 		By("a failed rebuild of another shoot's change is done by this shoot's next resync")
 		failing := &gatedReader{Reader: lists, entered: make(chan struct{}), release: make(chan struct{}), fail: true}
 		close(failing.release)
-		a.reader = failing
+		a.cache = failing
 		Expect(a.reconcileShared(context.Background(), []string{"istio-ingress"})).NotTo(Succeed())
-		a.reader = lists
+		a.cache = lists
 		reconcile()
 		Expect(lists.n).To(Equal(4), "the pending namespace waited for the heal interval")
 		Expect(a.shared.pending).To(BeEmpty())

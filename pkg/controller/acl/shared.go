@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"sync"
@@ -38,8 +39,14 @@ type sharedRebuilds struct {
 	// built is, per ingress namespace, what the last successful rebuild built from each shoot
 	// (contribution fingerprints), and when.
 	built map[string]builtNamespace
+	// expected is, per shoot namespace, the contribution its last status write made ("" for
+	// none: status cleared): a rebuild reads the statuses from the informer cache, and uses
+	// them only once the cache shows every expected contribution (see cachedStatuses).
+	expected map[string]string
 	// now is the clock (tests replace it).
 	now func() time.Time
+	// catchUp replaces cacheCatchUp (tests shorten it).
+	catchUp time.Duration
 }
 
 type builtNamespace struct {
@@ -96,6 +103,34 @@ func (r *sharedRebuilds) clock() time.Time {
 		return r.now()
 	}
 	return time.Now()
+}
+
+// expect records the contribution a shoot's status now makes ("" for none).
+func (r *sharedRebuilds) expect(shoot, fingerprint string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.expected == nil {
+		r.expected = map[string]string{}
+	}
+	r.expected[shoot] = fingerprint
+}
+
+// expectations is a copy of the expected contributions.
+func (r *sharedRebuilds) expectations() map[string]string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return maps.Clone(r.expected)
+}
+
+// settle forgets the expectations a rebuild saw in the cache, unless a newer write replaced them.
+func (r *sharedRebuilds) settle(seen map[string]string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for shoot, fp := range seen {
+		if r.expected[shoot] == fp {
+			delete(r.expected, shoot)
+		}
+	}
 }
 
 func (r *sharedRebuilds) recordBuilt(namespace string, shoots map[string]string) {
@@ -160,7 +195,7 @@ func (a *actuator) reconcileShared(ctx context.Context, namespaces []string) err
 func (a *actuator) rebuildShared(ctx context.Context, namespaces []string) error {
 	sort.Strings(namespaces)
 	namespaces = slices.Compact(namespaces)
-	statuses, err := a.aclStatuses(ctx)
+	statuses, err := a.statusesForRebuild(ctx)
 	if err != nil {
 		return err
 	}
@@ -192,6 +227,89 @@ type shootStatus struct {
 	status    *v1alpha1.ExtensionStatus
 }
 
+// cacheCatchUp is how long a rebuild waits for the informer cache to show the statuses written
+// before it, before it lists them from the kube-apiserver instead.
+const cacheCatchUp = 3 * time.Second
+
+// statusesForRebuild returns the statuses of all acl Extensions not being deleted. It reads the
+// informer cache, without copies: a list of every Extension from the kube-apiserver per rebuild
+// costs it and this process a full encode and decode of thousands of objects. The cache is used
+// once it shows every contribution this process wrote and has not yet seen built; while it
+// lags, the rebuild waits up to cacheCatchUp, then lists around it.
+func (a *actuator) statusesForRebuild(ctx context.Context) ([]shootStatus, error) {
+	expected := a.shared.expectations()
+	wait := cacheCatchUp
+	if a.shared.catchUp > 0 {
+		wait = a.shared.catchUp
+	}
+	deadline := time.Now().Add(wait)
+	for {
+		statuses, err := a.cachedStatuses(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if caughtUp(statuses, expected) {
+			a.shared.settle(expected)
+			return statuses, nil
+		}
+		if time.Now().After(deadline) {
+			listed, err := a.aclStatuses(ctx)
+			if err == nil {
+				// Listed after the writes, so it holds them (or newer): nothing is left to wait for.
+				a.shared.settle(expected)
+			}
+			return listed, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// caughtUp says whether the statuses carry every expected contribution.
+func caughtUp(statuses []shootStatus, expected map[string]string) bool {
+	if len(expected) == 0 {
+		return true
+	}
+	seen := make(map[string]string, len(expected))
+	for _, s := range statuses {
+		if _, ok := expected[s.namespace]; ok {
+			seen[s.namespace] = contribution(s.namespace, s.status)
+		}
+	}
+	for shoot, fp := range expected {
+		if seen[shoot] != fp {
+			return false
+		}
+	}
+	return true
+}
+
+// cachedStatuses decodes the statuses of the acl Extensions in the informer cache. The objects
+// are the cache's own (no deep copy): they are only read.
+func (a *actuator) cachedStatuses(ctx context.Context) ([]shootStatus, error) {
+	list := &extensionsv1alpha1.ExtensionList{}
+	if err := a.cache.List(ctx, list, client.UnsafeDisableDeepCopy); err != nil {
+		return nil, fmt.Errorf("listing Extensions from the cache: %w", err)
+	}
+	return statusesOf(list.Items, nil), nil
+}
+
+func statusesOf(items []extensionsv1alpha1.Extension, out []shootStatus) []shootStatus {
+	for i := range items {
+		ex := &items[i]
+		if ex.Spec.Type != constants.ACLExtensionType || ex.DeletionTimestamp != nil {
+			continue
+		}
+		if st, err := providerstatus.Decode(ex); err == nil && st != nil {
+			out = append(out, shootStatus{namespace: ex.Namespace, status: st})
+		}
+	}
+	return out
+}
+
 // aclStatuses lists the statuses of all acl Extensions not being deleted, around the cache, in
 // chunks: only the decoded statuses are kept.
 func (a *actuator) aclStatuses(ctx context.Context) ([]shootStatus, error) {
@@ -202,15 +320,7 @@ func (a *actuator) aclStatuses(ctx context.Context) ([]shootStatus, error) {
 		if err := a.reader.List(ctx, page, opts...); err != nil {
 			return nil, fmt.Errorf("listing Extensions: %w", err)
 		}
-		for i := range page.Items {
-			ex := &page.Items[i]
-			if ex.Spec.Type != constants.ACLExtensionType || ex.DeletionTimestamp != nil {
-				continue
-			}
-			if st, err := providerstatus.Decode(ex); err == nil && st != nil {
-				out = append(out, shootStatus{namespace: ex.Namespace, status: st})
-			}
-		}
+		out = statusesOf(page.Items, out)
 		if page.Continue == "" {
 			return out, nil
 		}

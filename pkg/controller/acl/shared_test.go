@@ -50,8 +50,8 @@ func sharedExists(a *actuator, namespace string) bool {
 var _ = Describe("shared rebuilds", func() {
 	It("coalesce: a rebuild that is running takes the namespaces of the callers meanwhile", func() {
 		a := newTestActuator(Config{}, aclExtension("shoot--p--a", "istio-ingress"), aclExtension("shoot--p--b", "istio-ingress--zone-b"))
-		g := &gatedReader{Reader: a.reader, entered: make(chan struct{}), release: make(chan struct{})}
-		a.reader = g
+		g := &gatedReader{Reader: a.cache, entered: make(chan struct{}), release: make(chan struct{})}
+		a.cache = g
 
 		done := make(chan error)
 		go func() { done <- a.reconcileShared(context.Background(), []string{"istio-ingress"}) }()
@@ -68,9 +68,9 @@ var _ = Describe("shared rebuilds", func() {
 
 	It("keep the namespaces of a failed rebuild pending", func() {
 		a := newTestActuator(Config{}, aclExtension("shoot--p--a", "istio-ingress"))
-		g := &gatedReader{Reader: a.reader, entered: make(chan struct{}), release: make(chan struct{}), fail: true}
+		g := &gatedReader{Reader: a.cache, entered: make(chan struct{}), release: make(chan struct{}), fail: true}
 		close(g.release)
-		a.reader = g
+		a.cache = g
 		Expect(a.reconcileShared(context.Background(), []string{"istio-ingress"})).NotTo(Succeed(),
 			"the failed rebuild must be reported to its caller, whose retry does it again")
 		g.fail = false

@@ -61,6 +61,7 @@ func (a *actuator) updateStatus(ctx context.Context, ex *extensionsv1alpha1.Exte
 	if err := a.client.Status().Patch(ctx, ex, patch); err != nil {
 		return fmt.Errorf("reporting the allow-list: %w", err)
 	}
+	a.shared.expect(ex.Namespace, contribution(ex.Namespace, st))
 	return nil
 }
 
@@ -74,6 +75,7 @@ func (a *actuator) clearStatus(ctx context.Context, ex *extensionsv1alpha1.Exten
 	if err := a.client.Status().Patch(ctx, ex, patch); err != nil {
 		return fmt.Errorf("clearing the status: %w", err)
 	}
+	a.shared.expect(ex.Namespace, "")
 	return nil
 }
 

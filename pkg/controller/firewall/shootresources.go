@@ -51,6 +51,10 @@ func ShootObjects() ([]client.Object, error) {
 				// with every rolling update, so no resourceNames.
 				{APIGroups: []string{firewallv1alpha1.GroupName}, Resources: []string{"firewallmonitors"}, Verbs: []string{"get", "create", "patch"}},
 				{APIGroups: []string{firewallv1alpha1.GroupName}, Resources: []string{"firewallmonitors/status"}, Verbs: []string{"patch"}},
+				// Policies of shoots moved from metal-stack's firewall-controller
+				// are enforced as they are, and told their state in their format.
+				{APIGroups: []string{constants.MetalStackPolicyGroup}, Resources: []string{"clusterwidenetworkpolicies"}, Verbs: []string{"list", "watch"}},
+				{APIGroups: []string{constants.MetalStackPolicyGroup}, Resources: []string{"clusterwidenetworkpolicies/status"}, Verbs: []string{"patch"}},
 			},
 		},
 		&rbacv1.RoleBinding{

@@ -22,11 +22,22 @@ import (
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/firewall/ruleset"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/firewall/seedsource"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/firewall/shootsource"
+	"github.com/metal-firewall/gardener-extension-firewall/pkg/firewall/snataddr"
 )
 
 // Applier programs a ruleset; *nftables.Programmer is the real one.
 type Applier interface {
 	Apply(rs *ruleset.Ruleset) (nftables.Result, error)
+}
+
+// AddressKeeper puts the SNAT addresses on their interfaces;
+// *snataddr.Manager is the real one.
+type AddressKeeper interface {
+	// Check refuses addresses that cannot be put in place, changing nothing.
+	Check(want []snataddr.Address) error
+	// Sync adds the missing addresses and removes those it added that are
+	// no longer wanted.
+	Sync(want []snataddr.Address) error
 }
 
 // Agent applies the ruleset its config file describes and keeps it applied.
@@ -48,6 +59,9 @@ type Agent struct {
 	MetalInterval time.Duration
 	// MetalTransport, if set, carries the metal source's requests (tests).
 	MetalTransport http.RoundTripper
+	// Addresses, if set, keeps the addresses the SNAT rules translate to on
+	// their interfaces, so that replies to them arrive.
+	Addresses AddressKeeper
 	// Version is reported in the heartbeat.
 	Version string
 	// Metrics, if set, record the applies and the sources' health.
@@ -99,9 +113,26 @@ func (a *Agent) apply(cfg *agentconfigv1alpha1.Config) (res nftables.Result, err
 	if err != nil {
 		return nftables.Result{}, err
 	}
+	var addrs []snataddr.Address
+	if a.Addresses != nil {
+		// Refused before the ruleset is touched: an address that cannot be
+		// put in place would SNAT to an address no reply reaches.
+		if addrs, err = snataddr.FromRuleset(rs); err == nil {
+			err = a.Addresses.Check(addrs)
+		}
+		if err != nil {
+			return nftables.Result{}, err
+		}
+	}
 	res, err = a.Applier.Apply(rs)
 	if err != nil {
 		return res, fmt.Errorf("applying ruleset: %w", err)
+	}
+	if a.Addresses != nil {
+		// After the rules: an address is removed only once no rule uses it.
+		if err := a.Addresses.Sync(addrs); err != nil {
+			return res, fmt.Errorf("the ruleset is applied, but not its SNAT addresses: %w", err)
+		}
 	}
 	if a.dnsProxy != nil {
 		if err := a.dnsProxy.SetSelectors(rs.FQDN); err != nil {

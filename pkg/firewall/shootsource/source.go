@@ -15,6 +15,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -38,6 +39,11 @@ type Source struct {
 	client client.Client
 	// loaded is the kubeconfig the client was built from.
 	loaded []byte
+	// metalStack are the metal-stack.io/v1 policies last read, by name;
+	// metalStackErrs why some did not convert, shadowed those ours override.
+	metalStack     map[string]*unstructured.Unstructured
+	metalStackErrs map[string]error
+	shadowed       map[string]bool
 }
 
 var scheme = func() *runtime.Scheme {

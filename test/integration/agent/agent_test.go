@@ -280,6 +280,15 @@ var _ = Describe("firewall agent in network namespaces", func() {
 			Expect(listRuleset()).To(BeEmpty())
 		})
 
+		It("puts a SNAT address on its interface, recording it where --snat-address-record says", func() {
+			record := filepath.Join(filepath.Dir(cfgPath), "snat.json")
+			writeConfig(cfgPath, strings.Replace(configYAML("", ""), "ips: ["+fwExtV4+"]", "ips: [203.0.113.70]", 1))
+			out, err := run("--config", cfgPath, "--once", "--snat-address-record", record)
+			Expect(err).NotTo(HaveOccurred(), out)
+			Expect(expectAllowed(t.node, outsideV4, 8080)).To(Equal("203.0.113.70"))
+			Expect(os.ReadFile(record)).To(ContainSubstring(`"address":"203.0.113.70"`))
+		})
+
 		It("applies once, and refuses a bad config with a clear error and no change", func() {
 			out, err := run("--config", cfgPath, "--once")
 			Expect(err).NotTo(HaveOccurred(), out)

@@ -3,6 +3,7 @@ package agent_test
 import (
 	"context"
 	"encoding/base64"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -51,6 +52,11 @@ var _ = Describe("firewall agent with sources.metal only", func() {
 
 	BeforeEach(func(ctx SpecContext) {
 		t = newTopology()
+		// The allocation's internet network is reached through vrf104009 on a
+		// real firewall; the agent puts its SNAT address there.
+		// (A veth: this kernel may lack the dummy and vrf link types.)
+		Expect(t.fw.IP("link", "add", fmt.Sprintf("vrf%d", metalapi.InternetVRF), "type", "veth", "peer", "name", "vrfpeer")).To(Succeed())
+		Expect(t.fw.IP("link", "set", fmt.Sprintf("vrf%d", metalapi.InternetVRF), "up")).To(Succeed())
 		for _, port := range []int{8080, 9090} {
 			serve(t.outside, "::", port)
 		}
@@ -94,7 +100,8 @@ var _ = Describe("firewall agent with sources.metal only", func() {
 		Expect(os.WriteFile(cfg, []byte("name: fw-test\nsources:\n  metal: {url: "+server.URL+", hmacFile: "+filepath.Join(dir, "metal.hmac")+
 			", type: Metal-View, projectID: "+project+"}\ncontrollers:\n  firewall: {source: metal}\n  cwnp: {source: metal}\n"), 0o600)).To(Succeed())
 		logs = gbytes.NewBuffer()
-		cmd := exec.Command("ip", "netns", "exec", t.fw.Name, binary, "--config", cfg, "--metal-interval", "500ms", "--metrics-bind-address", "0")
+		cmd := exec.Command("ip", "netns", "exec", t.fw.Name, binary, "--config", cfg, "--metal-interval", "500ms", "--metrics-bind-address", "0",
+			"--snat-address-record", filepath.Join(dir, "snat.json"))
 		cmd.Stdout, cmd.Stderr = io.MultiWriter(logs, GinkgoWriter), io.MultiWriter(logs, GinkgoWriter)
 		Expect(cmd.Start()).To(Succeed())
 		DeferCleanup(func() {
@@ -106,6 +113,7 @@ var _ = Describe("firewall agent with sources.metal only", func() {
 	It("enforces the allocation's rules, follows their changes, keeps them through an outage and catches up", func() {
 		By("the rules of the allocation are in the kernel")
 		Eventually(logs).WithTimeout(30 * time.Second).Should(gbytes.Say("ruleset applied"))
+		Expect(t.fw.Exec("ip", "-o", "addr", "show", "dev", fmt.Sprintf("vrf%d", metalapi.InternetVRF))).To(ContainSubstring("inet 100.64."), "the allocation's SNAT address")
 		expectAllowed(t.node, outsideV4, 8080)
 		expectDropped(t.node, outsideV4, 9090)
 

@@ -59,9 +59,10 @@ controllers:
 
 // startShoot starts a shoot control plane with what the extension's shoot
 // ManagedResource holds, and returns an admin client and a kubeconfig of the
-// agent's ServiceAccount, which has only what that RBAC grants.
-func startShoot(ctx SpecContext) (client.Client, []byte) {
-	cp, err := testenv.Start(testenv.Options{Name: "shoot"})
+// agent's ServiceAccount, which has only what that RBAC grants. crdPaths
+// are CRDs the shoot has besides.
+func startShoot(ctx SpecContext, crdPaths ...string) (client.Client, []byte) {
+	cp, err := testenv.Start(testenv.Options{Name: "shoot", CRDDirectoryPaths: crdPaths})
 	Expect(err).NotTo(HaveOccurred())
 	DeferCleanup(func() { Expect(cp.Stop()).To(Succeed()) })
 	admin, err := client.New(cp.Config, client.Options{Scheme: shootScheme})
