@@ -10,6 +10,7 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	"sigs.k8s.io/yaml"
 
 	"github.com/metal-firewall/gardener-extension-firewall/charts"
@@ -90,6 +91,31 @@ var _ = Describe("Admission chart", func() {
 		objs := renderAdmission(values)
 		Expect(kindsAndNames(objs)).To(ConsistOf("ValidatingWebhookConfiguration/gardener-extension-firewall-admission"))
 		Expect(webhookConfig(objs).Webhooks[0].ClientConfig.URL).To(HaveValue(Equal("https://gardener-extension-firewall-admission.garden.svc:443/webhooks/validate-shoot")))
+	})
+
+	It("reads the garden's CloudProfiles with a kubeconfig from a Secret, allowed only to get them", func() {
+		values := tlsValues()
+		values["garden"] = map[string]any{"kubeconfigSecret": "garden-access", "user": "system:serviceaccount:garden:firewall-admission"}
+		objs := renderAdmission(values)
+
+		d := admissionDeployment(objs)
+		c := d.Spec.Template.Spec.Containers[0]
+		opts := &admissionapp.Options{}
+		fs := pflag.NewFlagSet("admission", pflag.ContinueOnError)
+		opts.AddFlags(fs)
+		Expect(fs.Parse(c.Args)).To(Succeed())
+		Expect(c.VolumeMounts).To(ContainElement(And(HaveField("Name", "garden-kubeconfig"), HaveField("MountPath", filepath.Dir(opts.GardenKubeconfig)))))
+		Expect(d.Spec.Template.Spec.Volumes).To(ContainElement(HaveField("Secret.SecretName", "garden-access")))
+
+		role := find[*rbacv1.ClusterRole](objs, "gardener-extension-firewall-admission:cloudprofiles")
+		Expect(role).NotTo(BeNil())
+		Expect(role.Rules).To(ConsistOf(rbacv1.PolicyRule{APIGroups: []string{"core.gardener.cloud"}, Resources: []string{"cloudprofiles", "namespacedcloudprofiles"}, Verbs: []string{"get"}}))
+		binding := find[*rbacv1.ClusterRoleBinding](objs, "gardener-extension-firewall-admission:cloudprofiles")
+		Expect(binding.Subjects).To(ConsistOf(HaveField("Name", "system:serviceaccount:garden:firewall-admission")))
+
+		Expect(renderAdmission(tlsValues())).NotTo(ContainElement(BeAssignableToTypeOf(&rbacv1.ClusterRole{})), "no garden access without the Secret")
+		values["gardener"] = map[string]any{"runtimeCluster": map[string]any{"priorityClassName": "p"}, "virtualCluster": map[string]any{"enabled": true}}
+		Expect(find[*rbacv1.ClusterRole](renderAdmission(values), "gardener-extension-firewall-admission:cloudprofiles")).To(BeNil(), "RBAC belongs in the (virtual) garden, not the runtime cluster")
 	})
 
 	It("refuses to render without a serving certificate", func() {

@@ -10,9 +10,13 @@ import (
 	"os"
 	"time"
 
+	gardencorev1beta1 "github.com/gardener/gardener/pkg/apis/core/v1beta1"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
@@ -32,6 +36,9 @@ type Options struct {
 	Port     int
 	CertDir  string
 	MaxCIDRs int
+	// GardenKubeconfig is the garden's kubeconfig, to read the shoots'
+	// CloudProfiles; empty checks the providerConfigs' syntax only.
+	GardenKubeconfig string
 	// HealthBindAddress serves /healthz and /readyz; "0" or "" turns it off.
 	HealthBindAddress string
 }
@@ -42,6 +49,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&o.Port, "port", 9443, "port to serve the admission webhook on")
 	fs.StringVar(&o.CertDir, "cert-dir", "", "folder with tls.crt and tls.key (required)")
 	fs.IntVar(&o.MaxCIDRs, "acl-max-cidrs", aclvalidation.DefaultMaxCIDRs, "largest number of CIDRs in one shoot's acl rule")
+	fs.StringVar(&o.GardenKubeconfig, "garden-kubeconfig", "", "kubeconfig of the garden, to check firewalls against the shoots' CloudProfiles (empty: syntax checks only)")
 	fs.StringVar(&o.HealthBindAddress, "health-bind-address", ":8081", `address of /healthz (alive) and /readyz (serving TLS), plain HTTP, "0" to disable`)
 }
 
@@ -52,6 +60,11 @@ func (o *Options) Validate() error {
 	}
 	if _, err := os.Stat(o.CertDir); err != nil {
 		return fmt.Errorf("--cert-dir: %w", err)
+	}
+	if o.GardenKubeconfig != "" {
+		if _, err := os.Stat(o.GardenKubeconfig); err != nil {
+			return fmt.Errorf("--garden-kubeconfig: %w", err)
+		}
 	}
 	return nil
 }
@@ -92,7 +105,15 @@ func NewCommand() *cobra.Command {
 func Serve(ctx context.Context, opts *Options) error {
 	ctrl.SetLogger(zap.New())
 	server := webhook.NewServer(webhook.Options{Host: opts.Host, Port: opts.Port, CertDir: opts.CertDir})
-	server.Register(validator.Path, &admission.Webhook{Handler: &validator.Validator{ACLLimits: aclvalidation.Limits{MaxCIDRs: opts.MaxCIDRs}}})
+	v := &validator.Validator{ACLLimits: aclvalidation.Limits{MaxCIDRs: opts.MaxCIDRs}}
+	if opts.GardenKubeconfig != "" {
+		reader, err := gardenReader(opts.GardenKubeconfig)
+		if err != nil {
+			return err
+		}
+		v.Reader = reader
+	}
+	server.Register(validator.Path, &admission.Webhook{Handler: v})
 	if addr := opts.HealthBindAddress; addr != "" && addr != "0" {
 		health, err := serveHealth(ctx, addr, server.StartedChecker())
 		if err != nil {
@@ -101,6 +122,24 @@ func Serve(ctx context.Context, opts *Options) error {
 		defer health()
 	}
 	return server.Start(ctx)
+}
+
+// gardenReader reads CloudProfiles and NamespacedCloudProfiles straight from
+// the garden: one GET per Shoot write needs only `get`, no list or watch.
+func gardenReader(kubeconfig string) (client.Reader, error) {
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		return nil, fmt.Errorf("--garden-kubeconfig: %w", err)
+	}
+	scheme := runtime.NewScheme()
+	if err := gardencorev1beta1.AddToScheme(scheme); err != nil {
+		return nil, err
+	}
+	c, err := client.New(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		return nil, fmt.Errorf("--garden-kubeconfig: %w", err)
+	}
+	return c, nil
 }
 
 // serveHealth serves /healthz (the process answers) and /readyz (the
