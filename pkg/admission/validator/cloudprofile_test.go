@@ -138,7 +138,8 @@ var _ = Describe("the CloudProfile", func() {
 	It("reads the legacy cloudProfileName", func() {
 		s := firewallShoot("", firewallConfig("n1-medium-x86", "firewall-ubuntu-3.0", "fra-equ01", ""))
 		s.Spec.CloudProfile = nil
-		s.Spec.CloudProfileName = ptr.To("metal")
+		// Shoots below Kubernetes v1.34 may still carry only the legacy field.
+		s.Spec.CloudProfileName = ptr.To("metal") //nolint:staticcheck // the deprecated field is what this case is about
 		resp := handle(metal, admissionv1.Create, s, nil)
 		Expect(resp.Allowed).To(BeFalse())
 		Expect(resp.Result.Message).To(ContainSubstring(`size: Invalid value: "n1-medium-x86"`))
