@@ -244,13 +244,13 @@ func (a *actuator) statusesForRebuild(ctx context.Context) ([]shootStatus, error
 	}
 	deadline := time.Now().Add(wait)
 	for {
-		statuses, err := a.cachedStatuses(ctx)
+		items, err := a.cachedExtensions(ctx)
 		if err != nil {
 			return nil, err
 		}
-		if caughtUp(statuses, expected) {
+		if caughtUp(items, expected) {
 			a.shared.settle(expected)
-			return statuses, nil
+			return statusesOf(items, nil), nil
 		}
 		if time.Now().After(deadline) {
 			listed, err := a.aclStatuses(ctx)
@@ -268,16 +268,21 @@ func (a *actuator) statusesForRebuild(ctx context.Context) ([]shootStatus, error
 	}
 }
 
-// caughtUp says whether the statuses carry every expected contribution.
-func caughtUp(statuses []shootStatus, expected map[string]string) bool {
+// caughtUp says whether the Extensions carry every expected contribution. It decodes the
+// statuses of the expected shoots only: while the cache lags it is asked every 50 ms.
+func caughtUp(items []extensionsv1alpha1.Extension, expected map[string]string) bool {
 	if len(expected) == 0 {
 		return true
 	}
-	seen := make(map[string]string, len(expected))
-	for _, s := range statuses {
-		if _, ok := expected[s.namespace]; ok {
-			seen[s.namespace] = contribution(s.namespace, s.status)
+	var candidates []extensionsv1alpha1.Extension
+	for _, ex := range items {
+		if _, ok := expected[ex.Namespace]; ok {
+			candidates = append(candidates, ex)
 		}
+	}
+	seen := make(map[string]string, len(expected))
+	for _, s := range statusesOf(candidates, nil) {
+		seen[s.namespace] = contribution(s.namespace, s.status)
 	}
 	for shoot, fp := range expected {
 		if seen[shoot] != fp {
@@ -287,14 +292,14 @@ func caughtUp(statuses []shootStatus, expected map[string]string) bool {
 	return true
 }
 
-// cachedStatuses decodes the statuses of the acl Extensions in the informer cache. The objects
-// are the cache's own (no deep copy): they are only read.
-func (a *actuator) cachedStatuses(ctx context.Context) ([]shootStatus, error) {
+// cachedExtensions are the Extensions in the informer cache. The objects are the cache's own (no
+// deep copy): they are only read.
+func (a *actuator) cachedExtensions(ctx context.Context) ([]extensionsv1alpha1.Extension, error) {
 	list := &extensionsv1alpha1.ExtensionList{}
 	if err := a.cache.List(ctx, list, client.UnsafeDisableDeepCopy); err != nil {
 		return nil, fmt.Errorf("listing Extensions from the cache: %w", err)
 	}
-	return statusesOf(list.Items, nil), nil
+	return list.Items, nil
 }
 
 func statusesOf(items []extensionsv1alpha1.Extension, out []shootStatus) []shootStatus {
