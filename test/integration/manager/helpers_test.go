@@ -96,3 +96,14 @@ func readyFirewalls(ctx context.Context, namespace string) func() []string {
 		return ready
 	}
 }
+
+// distances are those of the namespace's Firewalls not being deleted.
+func distances(ctx context.Context, namespace string) []int32 {
+	var out []int32
+	for _, fw := range firewalls(ctx, namespace) {
+		if fw.DeletionTimestamp == nil {
+			out = append(out, fw.Spec.Distance)
+		}
+	}
+	return out
+}
