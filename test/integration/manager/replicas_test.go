@@ -1,6 +1,8 @@
 package manager_test
 
 import (
+	"slices"
+	"strings"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -77,6 +79,13 @@ var _ = Describe("Firewall manager with two replicas", func() {
 		}).Should(Succeed())
 		Eventually(setNames(ctx, namespace)).Should(HaveLen(2))
 		Eventually(func() []int32 { return distances(ctx, namespace) }).Should(ConsistOf(int32(0), int32(1), int32(3), int32(4)))
+
+		Consistently(func(g Gomega) {
+			heartbeatIf(ctx, namespace, func(fw *firewallv1alpha1.Firewall) bool {
+				return !strings.HasSuffix(fw.Name, "-1") || slices.Contains(oldFirewalls, fw.Name)
+			})
+			g.Expect(setNames(ctx, namespace)()).To(ContainElement(oldSet[0]), "one new firewall Ready is not enough")
+		}).WithTimeout(4 * time.Second).WithPolling(200 * time.Millisecond).Should(Succeed())
 
 		var fewest, polls int
 		fewest = 2
