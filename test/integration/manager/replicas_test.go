@@ -107,3 +107,81 @@ var _ = Describe("Firewall manager with two replicas", func() {
 		}
 	})
 })
+
+var _ = Describe("Replacing one of two firewalls", func() {
+	It("moves the traffic to the healthy one and keeps the failed one until its replacement is Ready", func(ctx SpecContext) {
+		namespace := newNamespace(ctx)
+		provider := machinetest.NewMemory()
+		Expect(testClient.Create(ctx, &corev1.Secret{
+			ObjectMeta: metav1.ObjectMeta{Name: "bootstrap", Namespace: namespace},
+			Data:       map[string][]byte{"kubeconfig": []byte("bootstrap-kubeconfig")},
+		})).To(Succeed())
+		startManager(namespace, provider, func(o *firewallmanager.Options) {
+			o.CreateTimeout, o.HealthTimeout, o.HeartbeatTimeout = time.Hour, time.Hour, 3*time.Second
+			o.MaxReplacements, o.ReplacementBackoff = 2, time.Second
+		})
+		deployment := newDeployment(namespace, firewallv1alpha1.StrategyRollingUpdate)
+		deployment.Spec.Replicas = 2
+		// Long enough for the replacement's first heartbeat: one that comes
+		// later than the health timeout after its creation is judged failed
+		// until its Ready condition catches up (judge in firewallset/health.go).
+		deployment.Spec.HealthTimeout = &metav1.Duration{Duration: 15 * time.Second}
+		Expect(testClient.Create(ctx, deployment)).To(Succeed())
+		Eventually(readyFirewalls(ctx, namespace)).WithTimeout(time.Minute).Should(HaveLen(2))
+		byName := func() map[string]firewallv1alpha1.Firewall {
+			out := map[string]firewallv1alpha1.Firewall{}
+			for _, fw := range firewalls(ctx, namespace) {
+				out[fw.Name] = fw
+			}
+			return out
+		}
+		// The one that fails is the one with the traffic.
+		var healthy, failing string
+		Eventually(func() []int32 { return distances(ctx, namespace) }).Should(ConsistOf(int32(0), int32(1)))
+		for name, fw := range byName() {
+			if fw.Spec.Distance == 0 {
+				failing = name
+			} else {
+				healthy = name
+			}
+		}
+		beatOnly := func(keep ...string) {
+			heartbeatIf(ctx, namespace, func(fw *firewallv1alpha1.Firewall) bool { return slices.Contains(keep, fw.Name) })
+		}
+
+		By("the failing one's agent goes silent: a replacement comes beside it, the healthy one attracts the traffic")
+		Eventually(func() []string {
+			beatOnly(healthy)
+			return firewallNames(ctx, namespace)()
+		}).WithTimeout(time.Minute).Should(HaveLen(3))
+		Eventually(func() int32 {
+			beatOnly(healthy)
+			return byName()[healthy].Spec.Distance
+		}).Should(BeZero())
+		var replacement string
+		for _, n := range firewallNames(ctx, namespace)() {
+			if n != healthy && n != failing {
+				replacement = n
+			}
+		}
+		Consistently(func(g Gomega) {
+			beatOnly(healthy)
+			fws := byName()
+			g.Expect(fws).To(HaveKey(failing), "kept: it may still forward")
+			g.Expect(fws[failing].DeletionTimestamp).To(BeNil())
+			g.Expect(fws[healthy].Spec.Distance).To(BeZero())
+		}).WithTimeout(4 * time.Second).WithPolling(200 * time.Millisecond).Should(Succeed())
+
+		By("the replacement is Ready: the failed one goes")
+		Eventually(func() []string {
+			beatOnly(healthy, replacement)
+			return firewallNames(ctx, namespace)()
+		}).WithTimeout(time.Minute).Should(ConsistOf(healthy, replacement))
+		Eventually(func() []int32 {
+			beatOnly(healthy, replacement)
+			return distances(ctx, namespace)
+		}).Should(ConsistOf(int32(0), int32(1)))
+		Expect(byName()[healthy].Spec.Distance).To(BeZero(), "the traffic stays on the firewall that has it")
+		Eventually(provider.IDs).Should(HaveLen(2))
+	})
+})
