@@ -124,7 +124,7 @@ func (a *actuator) Reconcile(ctx context.Context, log logr.Logger, ex *extension
 		if d.Spec.Strategy == "" {
 			d.Spec.Strategy = firewallv1alpha1.StrategyRollingUpdate
 		}
-		want := replicas(cfg.Hibernation, hibernated)
+		want := replicas(cfg, hibernated)
 		d.Spec.Replicas = want
 		d.Spec.Selector = selector
 		d.Spec.CreateTimeout, d.Spec.HealthTimeout = cfg.CreateTimeout, cfg.HealthTimeout

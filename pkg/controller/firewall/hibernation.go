@@ -28,14 +28,18 @@ func hibernationEnabled(shoot *gardencorev1beta1.Shoot) bool {
 	return shoot != nil && v1beta1helper.HibernationIsEnabled(shoot)
 }
 
-// replicas is the shoot's number of firewalls: none while it hibernates under
-// the release policy (the default, as gardener-extension-provider-metal:
-// GetReplicas), so that the manager deletes the firewall, its machine going
-// back to the partition and its identity and credentials with it; waking up
-// creates a new one with a new identity.
-func replicas(policy firewallv1alpha1.HibernationPolicy, hibernated bool) int32 {
-	if hibernated && policy != firewallv1alpha1.HibernationKeep {
+// replicas is the shoot's number of firewalls: its providerConfig's
+// replicas (1 when unset), and none while it hibernates under the release
+// policy (the default, as gardener-extension-provider-metal: GetReplicas),
+// so that the manager deletes the firewalls, their machines going back to
+// the partition and their identities and credentials with them; waking up
+// creates new ones with new identities.
+func replicas(cfg *firewallv1alpha1.FirewallExtensionConfig, hibernated bool) int32 {
+	if hibernated && cfg.Hibernation != firewallv1alpha1.HibernationKeep {
 		return 0
+	}
+	if cfg.Replicas != nil {
+		return *cfg.Replicas
 	}
 	return 1
 }

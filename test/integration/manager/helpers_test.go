@@ -73,8 +73,13 @@ func setNames(ctx context.Context, namespace string) func() []string {
 // heartbeat plays the agent of every Firewall that has a machine: it writes
 // the agent status the way the agent's seed source does.
 func heartbeat(ctx context.Context, namespace string) {
+	heartbeatIf(ctx, namespace, func(*firewallv1alpha1.Firewall) bool { return true })
+}
+
+// heartbeatIf is heartbeat for the Firewalls that beat(fw).
+func heartbeatIf(ctx context.Context, namespace string, beat func(*firewallv1alpha1.Firewall) bool) {
 	for _, fw := range firewalls(ctx, namespace) {
-		if fw.Status.MachineStatus == nil || fw.DeletionTimestamp != nil {
+		if fw.Status.MachineStatus == nil || fw.DeletionTimestamp != nil || !beat(&fw) {
 			continue
 		}
 		patch := client.MergeFrom(fw.DeepCopy())
@@ -95,4 +100,15 @@ func readyFirewalls(ctx context.Context, namespace string) func() []string {
 		}
 		return ready
 	}
+}
+
+// distances are those of the namespace's Firewalls not being deleted.
+func distances(ctx context.Context, namespace string) []int32 {
+	var out []int32
+	for _, fw := range firewalls(ctx, namespace) {
+		if fw.DeletionTimestamp == nil {
+			out = append(out, fw.Spec.Distance)
+		}
+	}
+	return out
 }

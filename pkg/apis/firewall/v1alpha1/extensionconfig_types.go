@@ -35,6 +35,11 @@ type FirewallExtensionConfig struct {
 	// Firewall's spec. Nothing downloads from it yet (issue #19).
 	// +optional
 	AgentURL string `json:"agentURL,omitempty"`
+	// Replicas is the number of firewalls in front of the shoot's networks,
+	// 1 (default) to 4, each with its own machine and identity. All of them
+	// forward and announce the shoot's routes; their distance orders them.
+	// +optional
+	Replicas *int32 `json:"replicas,omitempty"`
 	// Strategy is RollingUpdate (default) or Recreate.
 	// +optional
 	Strategy UpdateStrategy `json:"strategy,omitempty"`

@@ -63,6 +63,14 @@ type FirewallSpec struct {
 	// TCP or UDP, single ports, CIDRs without exceptions.
 	// +optional
 	InitialRules *PolicySpec `json:"initialRules,omitempty"`
+	// Distance is how much longer than the shortest this firewall's route
+	// announcements are (BGP AS-path prepends, 0 to 8): the router prefers
+	// the firewall with the shortest. The FirewallSet sets it on each of its
+	// Firewalls (see FirewallSetSpec.Distance); in a template it is ignored.
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=8
+	// +optional
+	Distance int32 `json:"distance,omitempty"`
 }
 
 // UserdataContent is one file on the firewall machine.

@@ -41,8 +41,9 @@ type FirewallDeploymentSpec struct {
 	// Strategy is RollingUpdate (default) or Recreate.
 	// +optional
 	Strategy UpdateStrategy `json:"strategy,omitempty"`
-	// Replicas is the number of firewalls, normally 1.
+	// Replicas is the number of firewalls, 0 to MaxReplicas (4), normally 1.
 	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=4
 	Replicas int32 `json:"replicas"`
 	// Selector matches the FirewallSets and Firewalls the deployment owns.
 	Selector map[string]string `json:"selector"`

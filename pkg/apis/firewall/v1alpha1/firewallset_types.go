@@ -25,11 +25,22 @@ type FirewallSet struct {
 type FirewallSetSpec struct {
 	// Replicas is the number of Firewalls the set keeps.
 	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=4
 	Replicas int32 `json:"replicas"`
 	// Selector matches the Firewalls the set owns, adopting orphans that match.
 	Selector map[string]string `json:"selector"`
 	// Template is what the set's Firewalls are created from.
 	Template FirewallTemplateSpec `json:"template"`
+	// Distance is the shortest distance of the set's Firewalls: its most
+	// important Firewall (Ready, then the one already shortest, then the
+	// oldest) gets it, the second one more, the others two more (at most
+	// LongestDistance), so that one firewall attracts the traffic and the next
+	// one takes over when it goes. The deployment gives a set that rolls in
+	// next to an old one RollingUpdateDistance, and ShortestDistance once it is Ready.
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=8
+	// +optional
+	Distance int32 `json:"distance,omitempty"`
 
 	FirewallTimeouts `json:",inline"`
 }

@@ -351,6 +351,11 @@ func (in *FirewallExtensionConfig) DeepCopyInto(out *FirewallExtensionConfig) {
 		copy(*out, *in)
 	}
 	in.FirewallTrafficSpec.DeepCopyInto(&out.FirewallTrafficSpec)
+	if in.Replicas != nil {
+		in, out := &in.Replicas, &out.Replicas
+		*out = new(int32)
+		**out = **in
+	}
 	if in.CreateTimeout != nil {
 		in, out := &in.CreateTimeout, &out.CreateTimeout
 		*out = new(v1.Duration)

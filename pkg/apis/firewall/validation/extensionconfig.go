@@ -2,6 +2,7 @@ package validation
 
 import (
 	"encoding/json"
+	"fmt"
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -48,6 +49,9 @@ func ValidateFirewallExtensionConfig(cfg *firewallv1alpha1.FirewallExtensionConf
 		Size: cfg.Size, Image: cfg.Image, Partition: cfg.Partition, Project: cfg.Project, Networks: cfg.Networks,
 		FirewallTrafficSpec: cfg.FirewallTrafficSpec, AgentVersion: cfg.AgentVersion, AgentURL: cfg.AgentURL,
 	}, fldPath)
+	if r := cfg.Replicas; r != nil && (*r < 1 || *r > firewallv1alpha1.MaxReplicas) {
+		allErrs = append(allErrs, field.Invalid(fldPath.Child("replicas"), *r, fmt.Sprintf("must be within [1, %d]", firewallv1alpha1.MaxReplicas)))
+	}
 	switch cfg.Strategy {
 	case "", firewallv1alpha1.StrategyRollingUpdate, firewallv1alpha1.StrategyRecreate:
 	default:

@@ -93,8 +93,22 @@ var _ = Describe("DecodeFirewallExtensionConfig", func() {
 		Entry("an unknown hibernation policy", config(`,"hibernation":"delete"`),
 			`providerConfig.hibernation: Unsupported value: "delete": supported values: "release", "keep"`),
 		Entry("a hibernation policy in the wrong case", config(`,"hibernation":"Keep"`), `providerConfig.hibernation: Unsupported value: "Keep"`),
+		Entry("no firewall", config(`,"replicas":0`), `providerConfig.replicas: Invalid value: 0: must be within [1, 4]`),
+		Entry("five firewalls", config(`,"replicas":5`), `providerConfig.replicas: Invalid value: 5: must be within [1, 4]`),
+		Entry("replicas as a string", config(`,"replicas":"2"`), `replicas`),
 		Entry("an unknown DNS field", config(`,"dns":{"upstreams":["10.0.0.53"],"upstream":"10.0.0.54"}`), `unknown field "dns.upstream"`),
 	)
+
+	It("accepts one to four replicas and leaves them unset by default", func() {
+		cfg, err := DecodeFirewallExtensionConfig([]byte(config("")))
+		Expect(err).NotTo(HaveOccurred())
+		Expect(cfg.Replicas).To(BeNil())
+		for _, n := range []int32{1, 4} {
+			cfg, err := DecodeFirewallExtensionConfig([]byte(config(fmt.Sprintf(`,"replicas":%d`, n))))
+			Expect(err).NotTo(HaveOccurred())
+			Expect(*cfg.Replicas).To(Equal(n))
+		}
+	})
 
 	It("accepts the shoot's create and health timeouts", func() {
 		cfg, err := DecodeFirewallExtensionConfig([]byte(config(`,"createTimeout":"1m","healthTimeout":"24h"`)))

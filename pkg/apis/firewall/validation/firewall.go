@@ -17,7 +17,9 @@ import (
 // returned (and a count of the rest): they end up in a status condition.
 func ValidateFirewall(fw *firewallv1alpha1.Firewall) field.ErrorList {
 	specPath := field.NewPath("spec")
-	return fielderrors.Bound(ValidateFirewallSpec(fw.Spec, specPath), specPath)
+	allErrs := ValidateFirewallSpec(fw.Spec, specPath)
+	allErrs = append(allErrs, ValidateDistance(fw.Spec.Distance, specPath.Child("distance"))...)
+	return fielderrors.Bound(allErrs, specPath)
 }
 
 // ValidateFirewallSpec checks the machine, the traffic rules and the userdata.

@@ -32,6 +32,7 @@ func ValidateFirewallDeployment(d *firewallv1alpha1.FirewallDeployment) field.Er
 func ValidateFirewallSet(s *firewallv1alpha1.FirewallSet) field.ErrorList {
 	specPath := field.NewPath("spec")
 	allErrs := validateReplicasSelectorTemplate(s.Spec.Replicas, s.Spec.Selector, s.Spec.Template, specPath)
+	allErrs = append(allErrs, ValidateDistance(s.Spec.Distance, specPath.Child("distance"))...)
 	allErrs = append(allErrs, validateTimeouts(s.Spec.FirewallTimeouts, time.Second, specPath)...)
 	return fielderrors.Bound(allErrs, specPath)
 }
@@ -53,8 +54,8 @@ func validateTimeouts(t firewallv1alpha1.FirewallTimeouts, lowest time.Duration,
 // Firewalls it creates and would create more forever.
 func validateReplicasSelectorTemplate(replicas int32, selector map[string]string, tmpl firewallv1alpha1.FirewallTemplateSpec, fldPath *field.Path) field.ErrorList {
 	var allErrs field.ErrorList
-	if replicas < 0 {
-		allErrs = append(allErrs, field.Invalid(fldPath.Child("replicas"), replicas, "must not be negative"))
+	if replicas < 0 || replicas > firewallv1alpha1.MaxReplicas {
+		allErrs = append(allErrs, field.Invalid(fldPath.Child("replicas"), replicas, fmt.Sprintf("must be within [0, %d]", firewallv1alpha1.MaxReplicas)))
 	}
 	if len(selector) == 0 {
 		allErrs = append(allErrs, field.Required(fldPath.Child("selector"), "an empty selector would adopt every Firewall of the namespace"))
@@ -63,4 +64,13 @@ func validateReplicasSelectorTemplate(replicas int32, selector map[string]string
 	}
 	allErrs = append(allErrs, ValidateFirewallSpec(tmpl.Spec, fldPath.Child("template", "spec"))...)
 	return allErrs
+}
+
+// ValidateDistance checks a Firewall's or FirewallSet's distance.
+func ValidateDistance(distance int32, fldPath *field.Path) field.ErrorList {
+	if distance < firewallv1alpha1.ShortestDistance || distance > firewallv1alpha1.LongestDistance {
+		return field.ErrorList{field.Invalid(fldPath, distance,
+			fmt.Sprintf("must be within [%d, %d]", firewallv1alpha1.ShortestDistance, firewallv1alpha1.LongestDistance))}
+	}
+	return nil
 }

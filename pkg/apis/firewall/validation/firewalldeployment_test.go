@@ -59,6 +59,21 @@ var _ = Describe("ValidateFirewallDeployment", func() {
 		Expect(ValidateFirewallSet(s)).To(ConsistOf(fieldErr(field.ErrorTypeInvalid, "spec.healthTimeout", "0s")))
 	})
 
+	It("bounds replicas and distances", func() {
+		d.Spec.Replicas = firewallv1alpha1.MaxReplicas
+		Expect(ValidateFirewallDeployment(d)).To(BeEmpty())
+		d.Spec.Replicas = firewallv1alpha1.MaxReplicas + 1
+		Expect(ValidateFirewallDeployment(d)).To(ConsistOf(fieldErr(field.ErrorTypeInvalid, "spec.replicas", int32(5))))
+		s := &firewallv1alpha1.FirewallSet{Spec: firewallv1alpha1.FirewallSetSpec{Replicas: 1, Selector: d.Spec.Selector, Template: d.Spec.Template,
+			Distance: firewallv1alpha1.LongestDistance}}
+		Expect(ValidateFirewallSet(s)).To(BeEmpty())
+		s.Spec.Distance = firewallv1alpha1.LongestDistance + 1
+		Expect(ValidateFirewallSet(s)).To(ConsistOf(fieldErr(field.ErrorTypeInvalid, "spec.distance", int32(9))))
+		fw := &firewallv1alpha1.Firewall{Spec: d.Spec.Template.Spec}
+		fw.Spec.Distance = -1
+		Expect(ValidateFirewall(fw)).To(ConsistOf(fieldErr(field.ErrorTypeInvalid, "spec.distance", int32(-1))))
+	})
+
 	It("accepts timeouts of seconds, which the manager's tests use, and refuses none or more than a day", func() {
 		d.Spec.CreateTimeout = &metav1.Duration{Duration: time.Second}
 		d.Spec.HealthTimeout = &metav1.Duration{Duration: 24 * time.Hour}

@@ -108,15 +108,28 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 				r.setProgressing(d, true, "DeletingOldSets", "Recreate: waiting for the old firewalls to be gone")
 			})
 		}
-		if current, err = r.createSet(ctx, d, hash, maxRevision+1); err != nil {
+		// A set rolling in next to old firewalls announces longer routes
+		// than theirs: it attracts no traffic until it is Ready.
+		distance := firewallv1alpha1.ShortestDistance
+		if len(old) > 0 {
+			distance = firewallv1alpha1.RollingUpdateDistance
+		}
+		if current, err = r.createSet(ctx, d, hash, maxRevision+1, distance); err != nil {
 			return reconcile.Result{}, err
 		}
 		maxRevision++
-	} else if err := r.updateSet(ctx, d, current); err != nil {
-		return reconcile.Result{}, err
 	}
 
 	rolledOut := current.Status.ObservedGeneration == current.Generation && current.Status.ReadyReplicas >= d.Spec.Replicas
+	// Once Ready, the set takes the shortest distance, and only then do
+	// the old sets go: routes never get longer than the old ones'.
+	distance := current.Spec.Distance
+	if rolledOut {
+		distance = firewallv1alpha1.ShortestDistance
+	}
+	if err := r.updateSet(ctx, d, current, distance); err != nil {
+		return reconcile.Result{}, err
+	}
 	if rolledOut && len(old) > 0 {
 		// RollingUpdate: the old set goes only now that the new one is Ready.
 		if err := r.deleteSets(ctx, old); err != nil {
@@ -140,7 +153,7 @@ func (r *Reconciler) ownedSets(ctx context.Context, d *firewallv1alpha1.Firewall
 
 // desiredSetSpec is the set's spec for this deployment: the template hash
 // label separates the Firewalls of different revisions.
-func desiredSetSpec(d *firewallv1alpha1.FirewallDeployment, hash string) firewallv1alpha1.FirewallSetSpec {
+func desiredSetSpec(d *firewallv1alpha1.FirewallDeployment, hash string, distance int32) firewallv1alpha1.FirewallSetSpec {
 	tmpl := *d.Spec.Template.DeepCopy()
 	tmpl.Metadata.Labels = maps.Clone(tmpl.Metadata.Labels)
 	if tmpl.Metadata.Labels == nil {
@@ -149,12 +162,15 @@ func desiredSetSpec(d *firewallv1alpha1.FirewallDeployment, hash string) firewal
 	tmpl.Metadata.Labels[firewallv1alpha1.LabelTemplateHash] = hash
 	selector := maps.Clone(d.Spec.Selector)
 	selector[firewallv1alpha1.LabelTemplateHash] = hash
-	return firewallv1alpha1.FirewallSetSpec{Replicas: d.Spec.Replicas, Selector: selector, Template: tmpl, FirewallTimeouts: *d.Spec.FirewallTimeouts.DeepCopy()}
+	// The distance is the set's and its Firewalls', not the template's.
+	tmpl.Spec.Distance = 0
+	return firewallv1alpha1.FirewallSetSpec{Replicas: d.Spec.Replicas, Selector: selector, Template: tmpl, Distance: distance,
+		FirewallTimeouts: *d.Spec.FirewallTimeouts.DeepCopy()}
 }
 
 // createSet names the set after the hash, so a manager restarted between
 // creating it and seeing it in its cache gets AlreadyExists, not a twin.
-func (r *Reconciler) createSet(ctx context.Context, d *firewallv1alpha1.FirewallDeployment, hash string, revision int64) (*firewallv1alpha1.FirewallSet, error) {
+func (r *Reconciler) createSet(ctx context.Context, d *firewallv1alpha1.FirewallDeployment, hash string, revision int64, distance int32) (*firewallv1alpha1.FirewallSet, error) {
 	setLabels := maps.Clone(d.Spec.Selector)
 	setLabels[firewallv1alpha1.LabelTemplateHash] = hash
 	set := &firewallv1alpha1.FirewallSet{
@@ -164,7 +180,7 @@ func (r *Reconciler) createSet(ctx context.Context, d *firewallv1alpha1.Firewall
 			Labels:      setLabels,
 			Annotations: map[string]string{firewallv1alpha1.AnnotationRevision: strconv.FormatInt(revision, 10)},
 		},
-		Spec: desiredSetSpec(d, hash),
+		Spec: desiredSetSpec(d, hash, distance),
 	}
 	if err := controllerutil.SetControllerReference(d, set, r.Client.Scheme()); err != nil {
 		return nil, err
@@ -178,16 +194,19 @@ func (r *Reconciler) createSet(ctx context.Context, d *firewallv1alpha1.Firewall
 			return nil, err
 		}
 	} else {
-		log.FromContext(ctx).Info("Created FirewallSet", "firewallset", set.Name, "revision", revision)
+		log.FromContext(ctx).Info("Created FirewallSet", "firewallset", set.Name, "revision", revision, "distance", distance)
 	}
 	return set, nil
 }
 
-// updateSet passes replicas and mutable template changes to the current set.
-func (r *Reconciler) updateSet(ctx context.Context, d *firewallv1alpha1.FirewallDeployment, set *firewallv1alpha1.FirewallSet) error {
-	want := desiredSetSpec(d, set.Labels[firewallv1alpha1.LabelTemplateHash])
+// updateSet passes replicas, mutable template changes and the distance to the current set.
+func (r *Reconciler) updateSet(ctx context.Context, d *firewallv1alpha1.FirewallDeployment, set *firewallv1alpha1.FirewallSet, distance int32) error {
+	want := desiredSetSpec(d, set.Labels[firewallv1alpha1.LabelTemplateHash], distance)
 	if equality.Semantic.DeepEqual(want, set.Spec) {
 		return nil
+	}
+	if want.Distance != set.Spec.Distance {
+		log.FromContext(ctx).Info("Changing the distance of FirewallSet", "firewallset", set.Name, "from", set.Spec.Distance, "to", want.Distance)
 	}
 	patch := client.MergeFrom(set.DeepCopy())
 	set.Spec = want

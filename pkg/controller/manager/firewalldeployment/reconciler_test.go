@@ -197,6 +197,45 @@ var _ = Describe("Reconciler", func() {
 		Expect(d.Status.ObservedRevision).To(BeEquivalentTo(2))
 	})
 
+	It("rolls a new set in at a longer distance and gives it the shortest once it is Ready, before the old one goes", func() {
+		d.Spec.Replicas = 2
+		d.Spec.Template.Spec.Distance = 5
+		start()
+		reconcileOnce()
+		Expect(sets()[0].Spec.Distance).To(Equal(firewallv1alpha1.ShortestDistance), "the first set has no one to yield to")
+		Expect(sets()[0].Spec.Template.Spec.Distance).To(BeZero(), "a template's distance is ignored")
+		old := names()[0]
+		markReady(old)
+		reconcileOnce()
+
+		update(d, func() { d.Spec.Template.Spec.Image = "firewall-ubuntu-3.1" })
+		reconcileOnce()
+		Expect(sets()).To(HaveLen(2))
+		Expect(sets()[0].Spec.Distance).To(Equal(firewallv1alpha1.ShortestDistance))
+		Expect(sets()[1].Spec.Distance).To(Equal(firewallv1alpha1.RollingUpdateDistance))
+		newSet := sets()[1].Name
+		reconcileOnce()
+		Expect(sets()[1].Spec.Distance).To(Equal(firewallv1alpha1.RollingUpdateDistance), "not Ready: the distance stays")
+
+		markReady(newSet)
+		reconcileOnce()
+		Expect(names()).To(Equal([]string{newSet}))
+		Expect(sets()[0].Spec.Distance).To(Equal(firewallv1alpha1.ShortestDistance))
+	})
+
+	It("creates the new set of a Recreate at the shortest distance", func() {
+		d.Spec.Strategy = firewallv1alpha1.StrategyRecreate
+		start()
+		reconcileOnce()
+		markReady(names()[0])
+		update(d, func() { d.Spec.Template.Spec.Image = "firewall-ubuntu-3.1" })
+		reconcileOnce()
+		Expect(names()).To(BeEmpty(), "the old set goes first")
+		reconcileOnce()
+		Expect(sets()).To(HaveLen(1))
+		Expect(sets()[0].Spec.Distance).To(Equal(firewallv1alpha1.ShortestDistance))
+	})
+
 	It("rolls a new set when the roll annotation changes", func() {
 		start()
 		reconcileOnce()

@@ -127,8 +127,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 			active = append(active, fw)
 		}
 	}
+	ranks := distances(set, active)
 	for _, fw := range active {
-		if err := r.updateMutable(ctx, set, fw); err != nil {
+		if err := r.updateMutable(ctx, set, fw, ranks[fw.Name]); err != nil {
 			return reconcile.Result{}, err
 		}
 	}
@@ -160,9 +161,10 @@ func (r *Reconciler) ownedFirewalls(ctx context.Context, set *firewallv1alpha1.F
 }
 
 // updateMutable passes the template's mutable parts (rules, agent,
-// userdata) and labels on; the immutable machine parts never differ within
-// a set because the deployment rolls a new set for them.
-func (r *Reconciler) updateMutable(ctx context.Context, set *firewallv1alpha1.FirewallSet, fw *firewallv1alpha1.Firewall) error {
+// userdata) and labels on, and sets the Firewall's distance; the immutable
+// machine parts never differ within a set because the deployment rolls a new
+// set for them.
+func (r *Reconciler) updateMutable(ctx context.Context, set *firewallv1alpha1.FirewallSet, fw *firewallv1alpha1.Firewall, distance int32) error {
 	want := fw.DeepCopy()
 	tmpl := set.Spec.Template.Spec
 	want.Spec.FirewallTrafficSpec = tmpl.FirewallTrafficSpec
@@ -170,6 +172,7 @@ func (r *Reconciler) updateMutable(ctx context.Context, set *firewallv1alpha1.Fi
 	want.Spec.AgentURL = tmpl.AgentURL
 	want.Spec.SSHPublicKeys = tmpl.SSHPublicKeys
 	want.Spec.UserdataContents = tmpl.UserdataContents
+	want.Spec.Distance = distance
 	for k, v := range set.Spec.Template.Metadata.Labels {
 		if want.Labels == nil {
 			want.Labels = map[string]string{}
@@ -184,11 +187,16 @@ func (r *Reconciler) updateMutable(ctx context.Context, set *firewallv1alpha1.Fi
 
 // create adds missing Firewalls under the lowest free names <set>-<n>: a
 // fixed name makes a retry after a stale cache fail with AlreadyExists
-// instead of creating one Firewall too many.
+// instead of creating one Firewall too many. A new Firewall ranks after the
+// existing ones: the set re-ranks them once it sees which is Ready.
 func (r *Reconciler) create(ctx context.Context, set *firewallv1alpha1.FirewallSet, existing []*firewallv1alpha1.Firewall, count int) error {
 	taken := sets.New[string]()
+	rank := 0
 	for _, fw := range existing {
 		taken.Insert(fw.Name)
+		if fw.DeletionTimestamp == nil {
+			rank++
+		}
 	}
 	for i := 0; count > 0; i++ {
 		name := set.Name + "-" + strconv.Itoa(i)
@@ -202,8 +210,10 @@ func (r *Reconciler) create(ctx context.Context, set *firewallv1alpha1.FirewallS
 				Labels:      set.Spec.Template.Metadata.Labels,
 				Annotations: set.Spec.Template.Metadata.Annotations,
 			},
-			Spec: set.Spec.Template.Spec,
+			Spec: *set.Spec.Template.Spec.DeepCopy(),
 		}
+		fw.Spec.Distance = rankDistance(set.Spec.Distance, rank)
+		rank++
 		if err := controllerutil.SetControllerReference(set, fw, r.Client.Scheme()); err != nil {
 			return err
 		}
