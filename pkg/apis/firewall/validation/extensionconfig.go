@@ -47,6 +47,7 @@ func ValidateFirewallExtensionConfig(cfg *firewallv1alpha1.FirewallExtensionConf
 	allErrs := ValidateFirewallSpec(firewallv1alpha1.FirewallSpec{
 		Size: cfg.Size, Image: cfg.Image, Partition: cfg.Partition, Project: cfg.Project, Networks: cfg.Networks,
 		FirewallTrafficSpec: cfg.FirewallTrafficSpec, AgentVersion: cfg.AgentVersion, AgentURL: cfg.AgentURL,
+		AgentSHA256: cfg.AgentSHA256,
 	}, fldPath)
 	switch cfg.Strategy {
 	case "", firewallv1alpha1.StrategyRollingUpdate, firewallv1alpha1.StrategyRecreate:
