@@ -1,8 +1,8 @@
 package firewallset_test
 
 import (
-	"strings"
 	"context"
+	"strings"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
