@@ -109,8 +109,7 @@ func (u *Updater) Start() {
 		u.failed = st
 	}
 	if u.failed != nil {
-		u.status = fwv1alpha1.SelfUpdateStatus{State: StateRolledBack, WantedVersion: u.failed.Version, Message: u.failed.Message}
-		u.Log.Error("self-update", "state", StateRolledBack, "version", u.failed.Version, "message", u.failed.Message)
+		u.set(StateRolledBack, u.failed.Version, u.failed.Message)
 	}
 }
 
