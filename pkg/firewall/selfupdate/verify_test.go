@@ -84,7 +84,7 @@ func publish(s *releaseServer, priv ed25519.PrivateKey, name, version string, da
 }
 
 var _ = Describe("signatures", func() {
-	It("reads the key openssl writes and verifies the signature openssl makes over the release message", func() {
+	It("reads the key openssl writes and verifies what hack/sign-agent-release.sh signs with openssl", func() {
 		if _, err := exec.LookPath("openssl"); err != nil {
 			Skip("openssl is not installed")
 		}
@@ -95,13 +95,18 @@ var _ = Describe("signatures", func() {
 		}
 		run("genpkey", "-algorithm", "ed25519", "-out", filepath.Join(dir, "key.pem"))
 		run("pkey", "-in", filepath.Join(dir, "key.pem"), "-pubout", "-out", filepath.Join(dir, "pub.pem"))
+		bin := filepath.Join(dir, "firewall-agent")
+		Expect(os.WriteFile(bin, []byte("the binary"), 0o755)).To(Succeed())
+		script, err := filepath.Abs("../../../hack/sign-agent-release.sh")
+		Expect(err).NotTo(HaveOccurred())
+		out, err := exec.Command(script, filepath.Join(dir, "key.pem"), "v1.2.3", bin).Output()
+		Expect(err).NotTo(HaveOccurred(), "hack/sign-agent-release.sh")
 		sum := digest([]byte("the binary"))
-		Expect(os.WriteFile(filepath.Join(dir, "msg"), selfupdate.SignedMessage("v1.2.3", sum), 0o600)).To(Succeed())
-		run("pkeyutl", "-sign", "-rawin", "-inkey", filepath.Join(dir, "key.pem"), "-in", filepath.Join(dir, "msg"), "-out", filepath.Join(dir, "sig"))
+		Expect(string(out)).To(Equal(sum+"\n"), "it prints the digest for agentSHA256")
 
 		key, err := selfupdate.LoadPublicKey(filepath.Join(dir, "pub.pem"))
 		Expect(err).NotTo(HaveOccurred())
-		raw, err := os.ReadFile(filepath.Join(dir, "sig"))
+		raw, err := os.ReadFile(bin + ".sig")
 		Expect(err).NotTo(HaveOccurred())
 		sig, err := selfupdate.ParseSignature(raw)
 		Expect(err).NotTo(HaveOccurred())
