@@ -20,7 +20,8 @@ func (a *Agent) newUpdater(cfg *agentconfigv1alpha1.Config) *selfupdate.Updater 
 	s := c.SelfUpdate
 	u := &selfupdate.Updater{Version: a.Version, Executable: a.Executable, Args: a.Args, AllowDowngrade: s.AllowDowngrade,
 		StatePath:     filepath.Join(filepath.Dir(a.ConfigPath), agentconfigv1alpha1.SelfUpdateStateFile),
-		HealthTimeout: agentconfigv1alpha1.DefaultHealthTimeout, Client: a.UpdateClient, Log: a.Log.With("component", "selfupdate")}
+		HealthTimeout: agentconfigv1alpha1.DefaultHealthTimeout, Client: a.UpdateClient, Log: a.Log.With("component", "selfupdate"),
+		OnState: a.Metrics.ObserveSelfUpdate}
 	if s.HealthTimeout != nil {
 		u.HealthTimeout = s.HealthTimeout.Duration
 	}

@@ -6,8 +6,6 @@ import (
 	"os/exec"
 	"syscall"
 	"time"
-
-	fwv1alpha1 "github.com/metal-firewall/gardener-extension-firewall/pkg/apis/firewall/v1alpha1"
 )
 
 // Switch runs a verified release: it records the trial, starts the watchdog
@@ -86,7 +84,7 @@ func (u *Updater) Applied() {
 		u.Log.Error("recording the installed version", "error", err)
 	}
 	u.Executable = st.Executable
-	u.status = fwv1alpha1.SelfUpdateStatus{State: StateUpToDate, WantedVersion: st.Version}
+	u.set(StateUpToDate, st.Version, "")
 	u.Log.Info("the new agent version applied the ruleset and is installed", "version", st.Version,
 		"previous", st.Executable+PreviousSuffix)
 }

@@ -60,6 +60,8 @@ type Updater struct {
 	// watchdog of a trial and returns its pid. Tests fake both.
 	Exec          func(path string, argv, env []string) error
 	StartWatchdog func(statePath string, st *State) (int, error)
+	// OnState, if set, is told every state (metrics).
+	OnState func(state, wantedVersion string)
 
 	mu      sync.Mutex
 	status  fwv1alpha1.SelfUpdateStatus
@@ -78,11 +80,11 @@ type Updater struct {
 func (u *Updater) Start() {
 	u.mu.Lock()
 	defer u.mu.Unlock()
-	u.status = fwv1alpha1.SelfUpdateStatus{State: StateUpToDate}
 	if u.Key == nil {
-		u.status = fwv1alpha1.SelfUpdateStatus{State: StateDisabled, Message: u.DisabledReason}
+		u.set(StateDisabled, "", u.DisabledReason)
 		return
 	}
+	u.set(StateUpToDate, "", "")
 	st, err := ReadState(u.StatePath)
 	if err != nil {
 		u.Log.Error("reading the self-update state; starting without it", "error", err)
@@ -92,8 +94,7 @@ func (u *Updater) Start() {
 	case st == nil:
 	case st.Phase == PhaseTrying && st.Version == u.Version && st.PID == os.Getpid():
 		u.trial = st
-		u.status = fwv1alpha1.SelfUpdateStatus{State: StateUpdating, WantedVersion: st.Version,
-			Message: fmt.Sprintf("on trial until %s: installed once the ruleset is applied", st.Deadline.Format(time.RFC3339))}
+		u.set(StateUpdating, st.Version, fmt.Sprintf("on trial until %s: installed once the ruleset is applied", st.Deadline.Format(time.RFC3339)))
 		if st.WatchdogPID > 0 {
 			// The watchdog is a child of this process (started before the re-exec): reap it.
 			go func() { var ws waitStatus; _, _ = wait4(st.WatchdogPID, &ws) }()
@@ -130,6 +131,9 @@ func (u *Updater) set(state, wanted, message string) {
 		u.Log.Log(context.Background(), level, "self-update", "state", state, "wanted", wanted, "running", u.Version, "message", message)
 	}
 	u.status = fwv1alpha1.SelfUpdateStatus{State: state, WantedVersion: wanted, Message: message}
+	if u.OnState != nil {
+		u.OnState(state, wanted)
+	}
 }
 
 // Offer takes the release the source names (nil: none) and, when it is

@@ -119,6 +119,7 @@ var _ = Describe("the agent's self-update", func() {
 		writeConfig(cfgPath, config(badSig))
 		Eventually(logs).WithTimeout(30 * time.Second).Should(ContainSubstring("state=Refused wanted=v0.2.1 running=v0.1.0 message=\"bad signature"))
 		Expect(agentVersion(t.fw)).To(Equal("v0.1.0"))
+		Expect(agentMetrics(t.fw)).To(HaveKeyWithValue(`firewall_agent_self_update_state{state="Refused",wanted_version="v0.2.1"}`, 1.0))
 		Expect(stripCounters(listTable(t.fw))).To(Equal(table))
 
 		By("rolling back v0.3.0, signed but exiting at once, to v0.1.0 within the health timeout")
@@ -128,6 +129,8 @@ var _ = Describe("the agent's self-update", func() {
 		Eventually(logs).WithTimeout(10 * time.Second).Should(ContainSubstring("rolled back: v0.3.0 stopped running before it applied the ruleset"))
 		Eventually(func() string { return agentVersion(t.fw) }).WithTimeout(10 * time.Second).Should(Equal("v0.1.0"))
 		Eventually(logs).WithTimeout(10 * time.Second).Should(ContainSubstring(`state=RolledBack wanted=v0.3.0`))
+		Eventually(func() map[string]float64 { return agentMetrics(t.fw) }).Should(
+			HaveKeyWithValue(`firewall_agent_self_update_state{state="RolledBack",wanted_version="v0.3.0"}`, 1.0))
 		Expect(fileDigest(installed)).To(Equal(digestOf(newData)), "the installed binary was never replaced")
 		Expect(installed + selfupdate.StagedSuffix).NotTo(BeAnExistingFile())
 		Expect(stripCounters(listTable(t.fw))).To(Equal(table), "the table stayed in the kernel")
@@ -191,37 +194,42 @@ func (r *releases) resign(version string, data []byte, sign func([]byte) []byte)
 // agentVersion is the version the agent's metrics in ns report, "" while
 // they cannot be read (the agent is switching).
 func agentVersion(ns *netns.NS) string {
-	var c net.Conn
-	if err := ns.Do(func() (err error) {
-		c, err = net.DialTimeout("tcp", "127.0.0.1:2112", time.Second)
-		return err
-	}); err != nil {
-		return ""
-	}
-	defer func() { _ = c.Close() }()
-	_ = c.SetDeadline(time.Now().Add(2 * time.Second))
-	if _, err := io.WriteString(c, "GET /metrics HTTP/1.1\r\nHost: agent\r\nConnection: close\r\n\r\n"); err != nil {
-		return ""
-	}
-	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
-	if err != nil {
-		return ""
-	}
-	defer func() { _ = resp.Body.Close() }()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return ""
-	}
-	m, err := metricstest.Parse(string(body))
-	if err != nil {
-		return ""
-	}
-	for k := range m {
+	for k := range agentMetrics(ns) {
 		if v, ok := strings.CutPrefix(k, `firewall_agent_build_info{version="`); ok {
 			return strings.TrimSuffix(v, `"}`)
 		}
 	}
 	return ""
+}
+
+// agentMetrics are the agent's metrics in ns, nil while they cannot be read.
+func agentMetrics(ns *netns.NS) map[string]float64 {
+	var c net.Conn
+	if err := ns.Do(func() (err error) {
+		c, err = net.DialTimeout("tcp", "127.0.0.1:2112", time.Second)
+		return err
+	}); err != nil {
+		return nil
+	}
+	defer func() { _ = c.Close() }()
+	_ = c.SetDeadline(time.Now().Add(2 * time.Second))
+	if _, err := io.WriteString(c, "GET /metrics HTTP/1.1\r\nHost: agent\r\nConnection: close\r\n\r\n"); err != nil {
+		return nil
+	}
+	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+	if err != nil {
+		return nil
+	}
+	defer func() { _ = resp.Body.Close() }()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil
+	}
+	m, err := metricstest.Parse(string(body))
+	if err != nil {
+		return nil
+	}
+	return m
 }
 
 // listTable is the agent's table in ns.

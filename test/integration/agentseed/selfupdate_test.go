@@ -109,12 +109,12 @@ controllers:
 		}
 		setRelease("v0.9.0")
 		run(keyPath)
-		Eventually(selfUpdate).WithTimeout(30*time.Second).Should(And(Not(BeNil()), HaveField("State", selfupdate.StateRefused),
+		Eventually(selfUpdate).WithTimeout(30 * time.Second).Should(And(Not(BeNil()), HaveField("State", selfupdate.StateRefused),
 			HaveField("WantedVersion", "v0.9.0"), HaveField("Message", ContainSubstring("refusing the downgrade from v1.0.0 to v0.9.0"))))
 
 		By("a release signed by another key is refused, nothing staged or installed")
 		setRelease("v1.1.0")
-		Eventually(selfUpdate).WithTimeout(30*time.Second).Should(And(HaveField("State", selfupdate.StateRefused),
+		Eventually(selfUpdate).WithTimeout(30 * time.Second).Should(And(HaveField("State", selfupdate.StateRefused),
 			HaveField("WantedVersion", "v1.1.0"), HaveField("Message", ContainSubstring("bad signature"))))
 		Expect(exe + selfupdate.StagedSuffix).NotTo(BeAnExistingFile())
 		Expect(os.ReadFile(exe)).To(Equal([]byte("installed")))
