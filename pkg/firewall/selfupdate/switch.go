@@ -89,6 +89,37 @@ func (u *Updater) Applied() {
 		"previous", st.Executable+PreviousSuffix)
 }
 
+// trialGrace is how long after its deadline a version on trial waits for
+// the watchdog before it rolls itself back.
+const trialGrace = 5 * time.Second
+
+// trialExpired rolls back a trial that has not applied by its deadline when
+// the watchdog did not (it was killed, say): the old binary is started in
+// this process's place.
+func (u *Updater) trialExpired() {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	st := u.trial
+	if st == nil {
+		return
+	}
+	if cur, err := ReadState(u.StatePath); err != nil || cur == nil || cur.Phase != PhaseTrying || !cur.Since.Equal(st.Since) {
+		return
+	}
+	u.trial = nil
+	st.Phase, st.Message = PhaseFailed, fmt.Sprintf("rolled back: %s did not apply the ruleset within %s (rolled back by itself, the watchdog did not act)",
+		st.Version, st.Deadline.Sub(st.Since).Round(time.Second))
+	_ = WriteState(u.StatePath, st)
+	_ = os.Remove(st.Staged)
+	u.set(StateRolledBack, st.Version, st.Message)
+	run := u.Exec
+	if run == nil {
+		run = syscall.Exec
+	}
+	err := run(st.Executable, append([]string{st.Executable}, st.Args...), os.Environ())
+	u.Log.Error("self-update: starting the previous version failed; this version runs on", "error", err)
+}
+
 // StartWatchdog starts the watchdog of a trial: the installed (old) binary
 // with WatchdogCommand, in a session of its own, logging to the agent's
 // standard error.

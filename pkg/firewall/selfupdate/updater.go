@@ -95,6 +95,8 @@ func (u *Updater) Start() {
 	case st.Phase == PhaseTrying && st.Version == u.Version && st.PID == os.Getpid():
 		u.trial = st
 		u.set(StateUpdating, st.Version, fmt.Sprintf("on trial until %s: installed once the ruleset is applied", st.Deadline.Format(time.RFC3339)))
+		// Should the watchdog be gone, the trial still ends at its deadline.
+		time.AfterFunc(time.Until(st.Deadline)+trialGrace, u.trialExpired)
 		if st.WatchdogPID > 0 {
 			// The watchdog is a child of this process (started before the re-exec): reap it.
 			go func() { var ws waitStatus; _, _ = wait4(st.WatchdogPID, &ws) }()

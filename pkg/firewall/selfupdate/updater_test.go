@@ -123,6 +123,27 @@ var _ = Describe("the update's state machine", func() {
 		Expect(info.Mode().Perm()).To(Equal(os.FileMode(0o600)))
 	})
 
+	It("on trial past its deadline without a watchdog: rolls itself back into the installed binary", func() {
+		Expect(os.WriteFile(exe()+selfupdate.StagedSuffix, []byte("new binary"), 0o755)).To(Succeed())
+		since := time.Now().Add(-time.Minute)
+		Expect(selfupdate.WriteState(filepath.Join(dir, "state.json"), &selfupdate.State{Phase: selfupdate.PhaseTrying, Version: "v1.1.0",
+			From: "v1.0.0", Executable: exe(), Staged: exe() + selfupdate.StagedSuffix, Args: []string{"--config", "c"}, PID: os.Getpid(),
+			Since: since, Deadline: since.Add(50 * time.Second)})).To(Succeed())
+		execd := make(chan []string, 1)
+		u := newUpdater(dir, pub)
+		u.Version = "v1.1.0"
+		u.Exec = func(_ string, argv, _ []string) error { execd <- argv; return errors.New("recorded") }
+		u.Start()
+		Eventually(execd).WithTimeout(10 * time.Second).Should(Receive(Equal([]string{exe(), "--config", "c"})))
+		st := readState(filepath.Join(dir, "state.json"))
+		Expect(st.Phase).To(Equal(selfupdate.PhaseFailed))
+		Expect(st.Message).To(ContainSubstring("the watchdog did not act"))
+		Expect(u.Status().State).To(Equal(selfupdate.StateRolledBack))
+		Expect(exe() + selfupdate.StagedSuffix).NotTo(BeAnExistingFile())
+		u.Applied()
+		Expect(os.ReadFile(exe())).To(Equal([]byte("old binary")), "a late apply installs nothing")
+	})
+
 	It("started as the old version while a trial was on: reports the rollback and does not try that release again", func() {
 		Expect(os.WriteFile(exe()+selfupdate.StagedSuffix, []byte("new binary"), 0o755)).To(Succeed())
 		Expect(selfupdate.WriteState(filepath.Join(dir, "state.json"), &selfupdate.State{Phase: selfupdate.PhaseTrying, Version: rel.Version,
