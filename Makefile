@@ -116,6 +116,12 @@ images:
 firewall-agent:
 	$(IMAGE_TOOL) binary --output _output/bin --version $(VERSION) --platform $(AGENT_PLATFORM) firewall-agent
 
+# Signs an agent binary for the self-update: BINARY.sig, and the SHA-256 for
+# agentSHA256 on stdout (docs/firewall-guide.md, "Self-update").
+.PHONY: sign-agent-release
+sign-agent-release:
+	@hack/sign-agent-release.sh "$(SIGNING_KEY)" "$(VERSION)" "$(or $(BINARY),_output/bin/firewall-agent)"
+
 $(GOLANGCI_LINT):
 	@mkdir -p $(TOOLS_BIN)
 	GOBIN=$(TOOLS_BIN) go install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_LINT_VERSION)

@@ -97,12 +97,12 @@ var _ = Describe("The example checker", func() {
 			"sources:",
 			"  static: {firewall: {}}",
 			"controllers:",
-			"  firewall: {source: static, selfUpdate: {enabled: true}, droptailer: {enabled: true}}",
+			"  firewall: {source: static, flowLogs: {enabled: true}, droptailer: {enabled: true}}",
 			fence,
 		)
-		both := `<!-- example: not-built "unknown field \"controllers.firewall.selfUpdate\"" "unknown field \"controllers.firewall.droptailer\"" -->`
+		both := `<!-- example: not-built "unknown field \"controllers.firewall.flowLogs\"" "unknown field \"controllers.firewall.droptailer\"" -->`
 		Expect(verdicts(md(both, notBuilt))).To(HaveExactElements(Succeed()))
-		other := `<!-- example: not-built "unknown field \"controllers.firewall.selfUpdate\"" "ebpf" -->`
+		other := `<!-- example: not-built "unknown field \"controllers.firewall.flowLogs\"" "ebpf" -->`
 		Expect(verdicts(md(other, notBuilt))).To(HaveExactElements(MatchError(ContainSubstring(`not with the documented "ebpf"`))))
 		Expect(verdicts(md(`<!-- example: not-built -->`, fence+"yaml", agentConfig+fence))).To(HaveExactElements(MatchError(ContainSubstring("but is accepted"))))
 	})

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"syscall"
 	"time"
 
@@ -19,6 +20,7 @@ import (
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/firewall/agent"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/firewall/metrics"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/firewall/nftables"
+	"github.com/metal-firewall/gardener-extension-firewall/pkg/firewall/selfupdate"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/firewall/snataddr"
 )
 
@@ -42,6 +44,7 @@ type Options struct {
 	MetalInterval      time.Duration
 	MetricsBindAddress string
 	SNATRecord         string
+	UpdatePublicKey    string
 }
 
 // NewCommand returns the firewall-agent command with its render subcommand.
@@ -74,7 +77,9 @@ re-applies on change; a bad config is logged and the ruleset in force stays.`,
 		`address to serve Prometheus metrics on (/metrics); "0" or "" turns them off. Keep it off public interfaces: the firewall's own ports are not filtered by the agent`)
 	cmd.Flags().StringVar(&opts.SNATRecord, "snat-address-record", snataddr.DefaultRecordPath,
 		"file (0600) recording the SNAT addresses the agent put on interfaces; only those are ever removed")
-	cmd.AddCommand(newRenderCommand())
+	cmd.Flags().StringVar(&opts.UpdatePublicKey, "update-public-key", "",
+		"PEM file of the Ed25519 public key agent releases must be signed with (overrides controllers.firewall.selfUpdate.publicKeyFile); without a key the agent does not update itself")
+	cmd.AddCommand(newRenderCommand(), newWatchdogCommand())
 	return cmd
 }
 
@@ -103,15 +108,22 @@ func run(ctx context.Context, opts *Options) error {
 	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
 	programmer := nftables.NewProgrammer("")
 	a := &agent.Agent{
-		ConfigPath:     opts.ConfigPath,
-		Applier:        programmer,
-		Addresses:      &snataddr.Manager{RecordPath: opts.SNATRecord},
-		Log:            log,
-		PollInterval:   opts.PollInterval,
-		ResyncInterval: opts.ResyncInterval,
-		SeedInterval:   opts.SeedInterval,
-		MetalInterval:  opts.MetalInterval,
-		Version:        Version,
+		ConfigPath:      opts.ConfigPath,
+		Applier:         programmer,
+		Addresses:       &snataddr.Manager{RecordPath: opts.SNATRecord},
+		Log:             log,
+		PollInterval:    opts.PollInterval,
+		ResyncInterval:  opts.ResyncInterval,
+		SeedInterval:    opts.SeedInterval,
+		MetalInterval:   opts.MetalInterval,
+		Version:         Version,
+		Args:            os.Args[1:],
+		UpdatePublicKey: opts.UpdatePublicKey,
+	}
+	if exe, err := os.Executable(); err == nil {
+		if exe, err = filepath.EvalSymlinks(exe); err == nil {
+			a.Executable = selfupdate.StablePath(exe)
+		}
 	}
 	if opts.Once {
 		res, err := a.ApplyOnce()

@@ -135,6 +135,7 @@ func (a *actuator) Reconcile(ctx context.Context, log logr.Logger, ex *extension
 				FirewallTrafficSpec: cfg.FirewallTrafficSpec,
 				AgentVersion:        cfg.AgentVersion,
 				AgentURL:            cfg.AgentURL,
+				AgentSHA256:         cfg.AgentSHA256,
 				UserdataContents: []firewallv1alpha1.UserdataContent{
 					{Path: agentconfigv1alpha1.ConfigPath, Content: string(agentConfig)},
 				},

@@ -35,6 +35,7 @@ var rolling = []struct {
 	{"image", func(s *firewallv1alpha1.FirewallSpec) *string { return &s.Image }},
 	{"agentVersion", func(s *firewallv1alpha1.FirewallSpec) *string { return &s.AgentVersion }},
 	{"agentURL", func(s *firewallv1alpha1.FirewallSpec) *string { return &s.AgentURL }},
+	{"agentSHA256", func(s *firewallv1alpha1.FirewallSpec) *string { return &s.AgentSHA256 }},
 }
 
 // changes names the rolling fields in which to differs from from.

@@ -13,11 +13,12 @@ import (
 var _ = Describe("maintenance", func() {
 	It("holds back image and agent, and nothing else", func() {
 		running := &firewallv1alpha1.FirewallSpec{Size: "s", Image: "fw-3.0", AgentVersion: "v1", AgentURL: "https://a/v1"}
-		desired := &firewallv1alpha1.FirewallSpec{Size: "s", Image: "fw-3.1", AgentVersion: "v2", AgentURL: "https://a/v1",
+		desired := &firewallv1alpha1.FirewallSpec{Size: "s", Image: "fw-3.1", AgentVersion: "v2", AgentURL: "https://a/v1", AgentSHA256: "ab",
 			FirewallTrafficSpec: firewallv1alpha1.FirewallTrafficSpec{InternalPrefixes: []string{"10.0.0.0/8"}}}
-		Expect(holdBack(desired, running)).To(Equal([]string{`image "fw-3.0" -> "fw-3.1"`, `agentVersion "v1" -> "v2"`}))
+		Expect(holdBack(desired, running)).To(Equal([]string{`image "fw-3.0" -> "fw-3.1"`, `agentVersion "v1" -> "v2"`, `agentSHA256 "" -> "ab"`}))
 		Expect(desired.Image).To(Equal("fw-3.0"))
 		Expect(desired.AgentVersion).To(Equal("v1"))
+		Expect(desired.AgentSHA256).To(BeEmpty(), "the digest moves with the version it names")
 		Expect(desired.InternalPrefixes).To(Equal([]string{"10.0.0.0/8"}), "rules pass")
 		Expect(changes(running, desired)).To(BeEmpty())
 	})

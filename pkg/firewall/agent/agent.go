@@ -21,6 +21,7 @@ import (
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/firewall/nftables"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/firewall/ruleset"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/firewall/seedsource"
+	"github.com/metal-firewall/gardener-extension-firewall/pkg/firewall/selfupdate"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/firewall/shootsource"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/firewall/snataddr"
 )
@@ -66,6 +67,15 @@ type Agent struct {
 	Version string
 	// Metrics, if set, record the applies and the sources' health.
 	Metrics *metrics.Metrics
+	// Executable and Args are the agent's installed binary and arguments,
+	// which the self-update replaces and restarts with.
+	Executable string
+	Args       []string
+	// UpdatePublicKey, if set, is the self-update's key file, overriding
+	// controllers.firewall.selfUpdate.publicKeyFile.
+	UpdatePublicKey string
+	// UpdateClient, if set, downloads releases (tests).
+	UpdateClient *http.Client
 
 	// in is what the agent last read from the seed and the shoot.
 	in Inputs
@@ -93,6 +103,8 @@ type Agent struct {
 	// dns section as it was at start) turns it on.
 	dnsProxy  *dnsproxy.Proxy
 	dnsConfig *agentconfigv1alpha1.DNS
+	// updater is the self-update, when the config has one (set up at start).
+	updater *selfupdate.Updater
 }
 
 // ApplyOnce loads and validates the config and applies it. A bad config or a
@@ -165,6 +177,7 @@ func (a *Agent) Run(ctx context.Context) error {
 		return err
 	}
 	a.observeStatic(cfg, nil)
+	a.updater = a.newUpdater(cfg)
 	if cfg.DNS != nil {
 		if err := a.startDNSProxy(ctx, cfg.DNS); err != nil {
 			return err
@@ -192,6 +205,7 @@ func (a *Agent) Run(ctx context.Context) error {
 			return err
 		}
 	}
+	a.updateFromStatic(ctx, cfg)
 	lastSum := sha256.Sum256(data)
 	lastGood := cfg
 	lastApply := time.Now()
@@ -210,6 +224,7 @@ func (a *Agent) Run(ctx context.Context) error {
 			continue
 		case <-ticker.C:
 		}
+		a.updateFromStatic(ctx, lastGood)
 		data, err := os.ReadFile(a.ConfigPath)
 		if err != nil {
 			a.observeStatic(lastGood, err)
@@ -253,6 +268,10 @@ func (a *Agent) applyLogged(cfg *agentconfigv1alpha1.Config, reason string) erro
 	if err != nil {
 		a.Log.Error("apply failed; the previous ruleset stays in force", "reason", reason, "error", err)
 		return err
+	}
+	if a.updater != nil {
+		// A version on trial is healthy once it applied: it installs itself.
+		a.updater.Applied()
 	}
 	if res.Mode != nftables.Unchanged || reason != "resync" {
 		a.Log.Info("ruleset applied", "reason", reason, "mode", string(res.Mode), "added", res.Added, "deleted", res.Deleted, "duration", res.Duration)

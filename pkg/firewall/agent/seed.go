@@ -5,7 +5,6 @@ import (
 	"log/slog"
 
 	"k8s.io/apimachinery/pkg/api/equality"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	agentconfigv1alpha1 "github.com/metal-firewall/gardener-extension-firewall/pkg/apis/agentconfig/v1alpha1"
 	fwv1alpha1 "github.com/metal-firewall/gardener-extension-firewall/pkg/apis/firewall/v1alpha1"
@@ -48,14 +47,12 @@ func (s *seedFirewall) read(ctx context.Context, a *Agent, cfg *agentconfigv1alp
 	return false
 }
 
-// report writes the heartbeat, if the Firewall was read: the apply's error
-// (empty if none), when what was read from the shoot was last in force, and
-// the generation of the Firewall whose spec is in force.
-func (s *seedFirewall) report(ctx context.Context, log *slog.Logger, message string, lastShootRun *metav1.Time, appliedGeneration int64) {
+// report writes the heartbeat, if the Firewall was read.
+func (s *seedFirewall) report(ctx context.Context, log *slog.Logger, hb seedsource.Heartbeat) {
 	if s.fw == nil {
 		return
 	}
-	if err := s.src.Heartbeat(ctx, s.fw, message, lastShootRun, appliedGeneration); err != nil {
+	if err := s.src.Heartbeat(ctx, s.fw, hb); err != nil {
 		log.Error("writing the heartbeat", "error", err)
 	}
 }

@@ -44,7 +44,12 @@ type sourceState struct {
 func (a *Agent) syncSources(ctx context.Context, src *seedsource.Source, cfg *agentconfigv1alpha1.Config) {
 	r := a.readSources(ctx, src, cfg)
 	applyErr := a.applySources(cfg, r)
+	if c := cfg.Controllers.Firewall; c != nil && c.Source == agentconfigv1alpha1.SourceSeed {
+		a.offerUpdate(ctx, cfg, r.seed.fw)
+	}
 	a.reportSources(ctx, cfg, r, applyErr)
+	// After the heartbeat, which tells that the agent is switching.
+	a.switchUpdate()
 }
 
 // readSources reads every source the config uses into the agent's inputs.
@@ -114,7 +119,8 @@ func (a *Agent) reportSources(ctx context.Context, cfg *agentconfigv1alpha1.Conf
 		// The Firewall read this round is what the ruleset in force was built from.
 		a.appliedGeneration = r.seed.fw.Generation
 	}
-	r.seed.report(ctx, a.Log, message, a.lastShootRun, a.appliedGeneration)
+	r.seed.report(ctx, a.Log, seedsource.Heartbeat{Message: message, LastShootRun: a.lastShootRun,
+		AppliedGeneration: a.appliedGeneration, SelfUpdate: a.updateStatus()})
 	if inForce {
 		r.policies.report(ctx, a.Log, a.fqdnStatus)
 	}

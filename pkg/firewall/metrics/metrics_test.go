@@ -151,5 +151,15 @@ var _ = Describe("Metrics", func() {
 		m.ObserveFQDNUpdate(1, time.Second, nil)
 		m.ObserveFQDNBound("maxAddresses")
 		m.ObserveFQDNAllowed(1, 1)
+		m.ObserveSelfUpdate("Refused", "v2")
+	})
+
+	It("shows the self-update's current state only", func() {
+		m := metrics.New("v1.2.3", nil, nil)
+		m.ObserveSelfUpdate("Updating", "v1.3.0")
+		m.ObserveSelfUpdate("Refused", "v1.3.0")
+		_, got := scrape(m.Handler())
+		Expect(got).To(HaveKeyWithValue(`firewall_agent_self_update_state{state="Refused",wanted_version="v1.3.0"}`, 1.0))
+		Expect(got).NotTo(HaveKey(`firewall_agent_self_update_state{state="Updating",wanted_version="v1.3.0"}`))
 	})
 })

@@ -149,18 +149,28 @@ func (s *Source) identityKey() (*ecdsa.PrivateKey, error) {
 	return key, nil
 }
 
-// Heartbeat writes the agent's status: version, the time of this run, and
-// the last error ("" when the last apply succeeded).
-// lastShootRun is when the agent last applied what it read from the shoot,
-// nil when it reads nothing there; appliedGeneration is the generation of the
-// Firewall whose spec is in force, which the extension waits for.
-func (s *Source) Heartbeat(ctx context.Context, fw *fwv1alpha1.Firewall, message string, lastShootRun *metav1.Time, appliedGeneration int64) error {
+// Heartbeat is what the agent reports into the Firewall's status.
+type Heartbeat struct {
+	// Message is the last apply's error, "" when it succeeded.
+	Message string
+	// LastShootRun is when the agent last applied what it read from the
+	// shoot, nil when it reads nothing there.
+	LastShootRun *metav1.Time
+	// AppliedGeneration is the generation of the Firewall whose spec is in
+	// force, which the extension waits for.
+	AppliedGeneration int64
+	// SelfUpdate is the self-update's state, nil without self-update.
+	SelfUpdate *fwv1alpha1.SelfUpdateStatus
+}
+
+// Heartbeat writes the agent's status: version, the time of this run and hb.
+func (s *Source) Heartbeat(ctx context.Context, fw *fwv1alpha1.Firewall, hb Heartbeat) error {
 	if s.client == nil {
 		return errors.New("not connected to the seed")
 	}
 	patch := client.MergeFrom(fw.DeepCopy())
-	fw.Status.AgentStatus = &fwv1alpha1.AgentStatus{Version: s.Version, LastRunAgainstSeed: &metav1.Time{Time: s.now()}, LastRunAgainstShoot: lastShootRun, Message: message,
-		AppliedGeneration: appliedGeneration}
+	fw.Status.AgentStatus = &fwv1alpha1.AgentStatus{Version: s.Version, LastRunAgainstSeed: &metav1.Time{Time: s.now()}, LastRunAgainstShoot: hb.LastShootRun,
+		Message: hb.Message, AppliedGeneration: hb.AppliedGeneration, SelfUpdate: hb.SelfUpdate}
 	return s.client.Status().Patch(ctx, fw, patch)
 }
 

@@ -117,6 +117,8 @@ type StaticSource struct {
 	Firewall *fwv1alpha1.FirewallTrafficSpec `json:"firewall,omitempty"`
 	// CWNP is one policy with the ClusterwideNetworkPolicy spec schema.
 	CWNP *fwv1alpha1.PolicySpec `json:"cwnp,omitempty"`
+	// Agent is the agent version to run, for controllers.firewall.selfUpdate.
+	Agent *AgentRelease `json:"agent,omitempty"`
 }
 
 // Controllers select a source per controller.
@@ -131,6 +133,9 @@ type Controllers struct {
 type Controller struct {
 	// Source is the name of the source the controller reads.
 	Source string `json:"source"`
+	// SelfUpdate, on the firewall controller only, updates the agent to the
+	// version its source names.
+	SelfUpdate *SelfUpdate `json:"selfUpdate,omitempty"`
 }
 
 // IdentityKeyOf is where the agent keeps its identity key: IdentityKey, or

@@ -96,6 +96,9 @@ func validateSources(cfg *agentconfigv1alpha1.Config, dir string) field.ErrorLis
 		if s.CWNP != nil {
 			allErrs = append(allErrs, validation.ValidatePolicySpec(s.CWNP, p.Child("cwnp"))...)
 		}
+		if s.Agent != nil {
+			allErrs = append(allErrs, validateAgentRelease(s.Agent, p.Child("agent"))...)
+		}
 	}
 	return allErrs
 }
@@ -147,6 +150,7 @@ func validateControllers(cfg *agentconfigv1alpha1.Config) field.ErrorList {
 		if ctrl.ctrl == nil {
 			continue
 		}
+		allErrs = append(allErrs, validateSelfUpdate(ctrl.name, ctrl.ctrl.SelfUpdate, ctrlPath.Child(ctrl.name, "selfUpdate"))...)
 		p := ctrlPath.Child(ctrl.name, "source")
 		switch {
 		case !contains(ctrl.allowed, ctrl.ctrl.Source):

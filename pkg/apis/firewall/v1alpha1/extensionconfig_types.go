@@ -28,13 +28,17 @@ type FirewallExtensionConfig struct {
 	FirewallTrafficSpec `json:",inline"`
 
 	// AgentVersion is a firewall-agent version, copied into the Firewall's
-	// spec. Nothing acts on it yet (the agent's self-update is issue #19).
+	// spec; an agent with self-update enabled switches to it.
 	// +optional
 	AgentVersion string `json:"agentVersion,omitempty"`
-	// AgentURL is an http(s) URL of a firewall-agent binary, copied into the
-	// Firewall's spec. Nothing downloads from it yet (issue #19).
+	// AgentURL is an http(s) URL of that agent's binary, copied into the
+	// Firewall's spec; its signature is at AgentURL + ".sig".
 	// +optional
 	AgentURL string `json:"agentURL,omitempty"`
+	// AgentSHA256 is the hex SHA-256 of the binary at AgentURL, copied into
+	// the Firewall's spec.
+	// +optional
+	AgentSHA256 string `json:"agentSHA256,omitempty"`
 	// Replicas is the number of firewalls in front of the shoot's networks,
 	// 1 (default) to 4, each with its own machine and identity. All of them
 	// forward and announce the shoot's routes; their distance orders them.

@@ -40,14 +40,21 @@ type FirewallSpec struct {
 
 	FirewallTrafficSpec `json:",inline"`
 
-	// AgentVersion is a firewall-agent version. It is stored, not acted on:
-	// nothing installs or switches the agent from it yet (issue #19).
+	// AgentVersion is the firewall-agent version the machine should run. An
+	// agent with controllers.firewall.selfUpdate enabled downloads it from
+	// AgentURL, verifies it against AgentSHA256 and the operator's signing
+	// key, and switches to it (docs/firewall-guide.md, "Self-update").
 	// +optional
 	AgentVersion string `json:"agentVersion,omitempty"`
-	// AgentURL is an http(s) URL of that agent version's binary. It is
-	// stored, not acted on: nothing downloads from it yet (issue #19).
+	// AgentURL is an http(s) URL of that agent version's binary; its
+	// signature is expected at AgentURL + ".sig".
 	// +optional
 	AgentURL string `json:"agentURL,omitempty"`
+	// AgentSHA256 is the hex SHA-256 of the binary at AgentURL. The agent
+	// refuses a download with another digest: the seed is the trusted place
+	// for it, not the download server.
+	// +optional
+	AgentSHA256 string `json:"agentSHA256,omitempty"`
 	// SSHPublicKeys are authorized for the machine's admin user.
 	// +optional
 	SSHPublicKeys []string `json:"sshPublicKeys,omitempty"`
@@ -198,6 +205,23 @@ type AgentStatus struct {
 	// meanwhile.
 	// +optional
 	AppliedGeneration int64 `json:"appliedGeneration,omitempty"`
+	// SelfUpdate is the state of the agent's self-update, when its config
+	// has controllers.firewall.selfUpdate.
+	// +optional
+	SelfUpdate *SelfUpdateStatus `json:"selfUpdate,omitempty"`
+}
+
+// SelfUpdateStatus tells what the agent's self-update did with the wanted
+// agent version.
+type SelfUpdateStatus struct {
+	// State is Disabled, UpToDate, Updating, Refused or RolledBack.
+	State string `json:"state"`
+	// WantedVersion is the agentVersion the agent was asked to run.
+	// +optional
+	WantedVersion string `json:"wantedVersion,omitempty"`
+	// Message says why, for Disabled, Refused and RolledBack.
+	// +optional
+	Message string `json:"message,omitempty"`
 }
 
 // FirewallList is a list of Firewalls.

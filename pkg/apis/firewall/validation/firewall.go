@@ -53,7 +53,7 @@ func ValidateFirewallSpec(spec firewallv1alpha1.FirewallSpec, fldPath *field.Pat
 	if networksValid {
 		allErrs = append(allErrs, validateAttachedNetworks(&spec.FirewallTrafficSpec, seenNetworks, fldPath)...)
 	}
-	allErrs = append(allErrs, validateAgent(spec.AgentVersion, spec.AgentURL, fldPath)...)
+	allErrs = append(allErrs, validateAgent(spec.AgentVersion, spec.AgentURL, spec.AgentSHA256, fldPath)...)
 	allErrs = append(allErrs, validateSSHPublicKeys(spec.SSHPublicKeys, fldPath.Child("sshPublicKeys"))...)
 	allErrs = append(allErrs, validateUserdataContents(spec.UserdataContents, fldPath.Child("userdataContents"))...)
 	if spec.InitialRules != nil {
@@ -86,8 +86,11 @@ func validateAttachedNetworks(spec *firewallv1alpha1.FirewallTrafficSpec, networ
 
 // validateAgent checks the agent's version and download URL: bounded, and the
 // URL an absolute http(s) URL.
-func validateAgent(version, agentURL string, fldPath *field.Path) field.ErrorList {
+func validateAgent(version, agentURL, sha string, fldPath *field.Path) field.ErrorList {
 	var allErrs field.ErrorList
+	if sha != "" && !IsSHA256Hex(sha) {
+		allErrs = append(allErrs, fielderrors.Invalid(fldPath.Child("agentSHA256"), sha, "must be 64 lowercase hex digits (a SHA-256)"))
+	}
 	if p := fldPath.Child("agentVersion"); len(version) > MaxAgentVersionLength {
 		allErrs = append(allErrs, fielderrors.TooLong(p, version, MaxAgentVersionLength))
 	} else if version != "" && (strings.ContainsAny(version, " \t") || !isPrintable(version)) {
@@ -104,6 +107,19 @@ func validateAgent(version, agentURL string, fldPath *field.Path) field.ErrorLis
 		allErrs = append(allErrs, fielderrors.Invalid(p, agentURL, "must be an absolute http or https URL"))
 	}
 	return allErrs
+}
+
+// IsSHA256Hex tells whether s is a SHA-256 in lowercase hex.
+func IsSHA256Hex(s string) bool {
+	if len(s) != 64 {
+		return false
+	}
+	for _, c := range s {
+		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
 }
 
 // validateSSHPublicKeys bounds the keys and keeps each on one line: a newline

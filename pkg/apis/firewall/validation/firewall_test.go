@@ -113,6 +113,8 @@ var _ = Describe("ValidateFirewallSpec", func() {
 		}, fieldErr(field.ErrorTypeInvalid, "spec.sshPublicKeys[0]", nil)),
 		Entry("an agent URL without a host", func(s *firewallv1alpha1.FirewallSpec) { s.AgentURL = "https:///agent" },
 			fieldErr(field.ErrorTypeInvalid, "spec.agentURL", "https:///agent")),
+		Entry("an agent SHA-256 that is not 64 lowercase hex digits", func(s *firewallv1alpha1.FirewallSpec) { s.AgentSHA256 = "ABCD" },
+			fieldErr(field.ErrorTypeInvalid, "spec.agentSHA256", "ABCD")),
 		Entry("too many userdata files", func(s *firewallv1alpha1.FirewallSpec) {
 			s.UserdataContents = make([]firewallv1alpha1.UserdataContent, MaxUserdataContents+1)
 		}, fieldErr(field.ErrorTypeTooMany, "spec.userdataContents", MaxUserdataContents+1)),

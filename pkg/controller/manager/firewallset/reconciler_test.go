@@ -2,6 +2,7 @@ package firewallset_test
 
 import (
 	"context"
+	"strings"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -194,6 +195,7 @@ var _ = Describe("Reconciler", func() {
 		update(set, func() {
 			set.Spec.Template.Spec.RateLimits = []firewallv1alpha1.RateLimit{{Interface: "eth1", Rate: 10}}
 			set.Spec.Template.Spec.AgentVersion = "v0.2.0"
+			set.Spec.Template.Spec.AgentSHA256 = strings.Repeat("ab", 32)
 			set.Spec.Template.Spec.SSHPublicKeys = []string{"ssh-ed25519 AAAA"}
 			set.Spec.Template.Spec.UserdataContents = []firewallv1alpha1.UserdataContent{{Path: "/etc/x", Content: "x"}}
 			set.Spec.Template.Metadata.Labels = map[string]string{"firewall.metal-firewall.io/shoot": "s", firewallv1alpha1.LabelTemplateHash: "abc", "extra": "label"}
@@ -203,6 +205,7 @@ var _ = Describe("Reconciler", func() {
 		Expect(firewalls()).To(HaveEach(And(
 			HaveField("Spec.RateLimits", HaveLen(1)),
 			HaveField("Spec.AgentVersion", "v0.2.0"),
+			HaveField("Spec.AgentSHA256", strings.Repeat("ab", 32)),
 			HaveField("Spec.SSHPublicKeys", ConsistOf("ssh-ed25519 AAAA")),
 			HaveField("Spec.UserdataContents", HaveLen(1)),
 			HaveField("Labels", HaveKeyWithValue("extra", "label")),
