@@ -42,6 +42,7 @@ type Options struct {
 	MetalInterval      time.Duration
 	MetricsBindAddress string
 	SNATRecord         string
+	LastGoodRuleset    string
 }
 
 // NewCommand returns the firewall-agent command with its render subcommand.
@@ -74,7 +75,9 @@ re-applies on change; a bad config is logged and the ruleset in force stays.`,
 		`address to serve Prometheus metrics on (/metrics); "0" or "" turns them off. Keep it off public interfaces: the firewall's own ports are not filtered by the agent`)
 	cmd.Flags().StringVar(&opts.SNATRecord, "snat-address-record", snataddr.DefaultRecordPath,
 		"file (0600) recording the SNAT addresses the agent put on interfaces; only those are ever removed")
-	cmd.AddCommand(newRenderCommand())
+	cmd.Flags().StringVar(&opts.LastGoodRuleset, "last-good-ruleset", agentconfigv1alpha1.LastGoodRulesetPath, lastGoodUsage+
+		`; also installed at start when the kernel holds no table of the agent. "" turns saving off`)
+	cmd.AddCommand(newRenderCommand(), newBootCommand())
 	return cmd
 }
 
@@ -106,6 +109,7 @@ func run(ctx context.Context, opts *Options) error {
 		ConfigPath:     opts.ConfigPath,
 		Applier:        programmer,
 		Addresses:      &snataddr.Manager{RecordPath: opts.SNATRecord},
+		LastGoodPath:   opts.LastGoodRuleset,
 		Log:            log,
 		PollInterval:   opts.PollInterval,
 		ResyncInterval: opts.ResyncInterval,
