@@ -27,6 +27,10 @@ const (
 	ShootKubeconfigPath = Dir + "/shoot.kubeconfig"
 )
 
+// BinaryPath is where the firewall image must put the agent binary: the
+// boot unit the extension's Ignition config enables runs it from there.
+const BinaryPath = "/usr/local/bin/firewall-agent"
+
 // Paths of the state the agent keeps on a firewall machine itself, readable
 // by root only.
 const (
