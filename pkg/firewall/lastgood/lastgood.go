@@ -106,6 +106,11 @@ func writeDurably(path string, data []byte) error {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return err
 	}
+	// Temporary files of a writer that was killed are never renamed: remove them.
+	stale, _ := filepath.Glob(filepath.Join(dir, "."+filepath.Base(path)+"-*"))
+	for _, f := range stale {
+		_ = os.Remove(f)
+	}
 	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+"-*")
 	if err != nil {
 		return err

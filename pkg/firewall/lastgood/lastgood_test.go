@@ -37,6 +37,10 @@ var _ = Describe("Save and Load", func() {
 			Expect(err).NotTo(HaveOccurred())
 			Expect(info.Mode().Perm()).To(Equal(mode), p)
 		}
+		By("a writer killed before its rename left a temporary file, which the next save removes")
+		leftover := filepath.Join(filepath.Dir(path), ".last-good-ruleset.json-123")
+		Expect(os.WriteFile(leftover, []byte("{"), 0o600)).To(Succeed())
+		Expect(lastgood.Save(path, rs)).To(Succeed())
 		entries, err := os.ReadDir(filepath.Dir(path))
 		Expect(err).NotTo(HaveOccurred())
 		Expect(entries).To(HaveLen(1), "no temporary file left")
