@@ -45,6 +45,7 @@ type Options struct {
 	MetricsBindAddress string
 	SNATRecord         string
 	UpdatePublicKey    string
+	LastGoodRuleset    string
 }
 
 // NewCommand returns the firewall-agent command with its render subcommand.
@@ -79,7 +80,9 @@ re-applies on change; a bad config is logged and the ruleset in force stays.`,
 		"file (0600) recording the SNAT addresses the agent put on interfaces; only those are ever removed")
 	cmd.Flags().StringVar(&opts.UpdatePublicKey, "update-public-key", "",
 		"PEM file of the Ed25519 public key agent releases must be signed with (overrides controllers.firewall.selfUpdate.publicKeyFile); without a key the agent does not update itself")
-	cmd.AddCommand(newRenderCommand(), newWatchdogCommand())
+	cmd.Flags().StringVar(&opts.LastGoodRuleset, "last-good-ruleset", agentconfigv1alpha1.LastGoodRulesetPath, lastGoodUsage+
+		`; also installed at start when the kernel holds no table of the agent. "" turns saving off`)
+	cmd.AddCommand(newRenderCommand(), newWatchdogCommand(), newBootCommand())
 	return cmd
 }
 
@@ -119,6 +122,7 @@ func run(ctx context.Context, opts *Options) error {
 		Version:         Version,
 		Args:            os.Args[1:],
 		UpdatePublicKey: opts.UpdatePublicKey,
+		LastGoodPath:    opts.LastGoodRuleset,
 	}
 	if exe, err := os.Executable(); err == nil {
 		if exe, err = filepath.EvalSymlinks(exe); err == nil {

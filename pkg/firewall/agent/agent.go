@@ -76,6 +76,10 @@ type Agent struct {
 	UpdatePublicKey string
 	// UpdateClient, if set, downloads releases (tests).
 	UpdateClient *http.Client
+	// LastGoodPath, if set, is where each ruleset the kernel accepted is
+	// saved for the boot step (see Boot), and where Run finds the ruleset
+	// to install when it starts and the kernel holds no table of its own.
+	LastGoodPath string
 
 	// in is what the agent last read from the seed and the shoot.
 	in Inputs
@@ -105,6 +109,9 @@ type Agent struct {
 	dnsConfig *agentconfigv1alpha1.DNS
 	// updater is the self-update, when the config has one (set up at start).
 	updater *selfupdate.Updater
+	// saved tells whether this run saved the last good ruleset once: an
+	// unchanged apply saves nothing after that.
+	saved bool
 }
 
 // ApplyOnce loads and validates the config and applies it. A bad config or a
@@ -140,6 +147,7 @@ func (a *Agent) apply(cfg *agentconfigv1alpha1.Config) (res nftables.Result, err
 	if err != nil {
 		return res, fmt.Errorf("applying ruleset: %w", err)
 	}
+	a.saveLastGood(rs, res)
 	if a.Addresses != nil {
 		// After the rules: an address is removed only once no rule uses it.
 		if err := a.Addresses.Sync(addrs); err != nil {
@@ -187,10 +195,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if t, ok := a.Applier.(tableChecker); ok {
-		exists, err := t.TableExists(ruleset.TableName)
-		a.firstBoot = err == nil && !exists
-	}
+	a.firstBoot = a.startTable()
 	var sourceTick <-chan time.Time
 	if src != nil || a.shoot != nil || a.metal != nil {
 		t := time.NewTicker(a.sourceInterval(src != nil || a.shoot != nil))
@@ -375,4 +380,10 @@ func (a *Agent) ready(cfg *agentconfigv1alpha1.Config) bool {
 // *nftables.Programmer is one.
 type tableChecker interface {
 	TableExists(name string) (bool, error)
+}
+
+// chainChecker is an Applier that can tell whether a chain exists;
+// *nftables.Programmer is one.
+type chainChecker interface {
+	ChainExists(table, chain string) (bool, error)
 }

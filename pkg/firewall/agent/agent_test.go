@@ -61,6 +61,16 @@ type tableCheckingApplier struct {
 
 func (t *tableCheckingApplier) TableExists(string) (bool, error) { return t.exists, nil }
 
+// closedTableApplier also answers whether the boot step's closed chain exists.
+type closedTableApplier struct {
+	*tableCheckingApplier
+	closed bool
+}
+
+func (c *closedTableApplier) ChainExists(table, chain string) (bool, error) {
+	return c.closed && table == ruleset.TableName && chain == ruleset.ClosedChain, nil
+}
+
 func (f *fakeApplier) count() int { f.mu.Lock(); defer f.mu.Unlock(); return len(f.applied) }
 
 // scrape reads the metrics as /metrics serves them.
@@ -175,7 +185,7 @@ var _ = Describe("Agent", func() {
 	})
 
 	DescribeTable("with the shoot unreachable at start",
-		func(tableExists bool, wantApplied bool) {
+		func(tableExists, closed bool, wantApplied bool) {
 			kubeconfig := filepath.Join(GinkgoT().TempDir(), "shoot.kubeconfig")
 			// Nothing listens on port 1: every request to the shoot fails.
 			Expect(os.WriteFile(kubeconfig, []byte(`apiVersion: v1
@@ -187,7 +197,7 @@ current-context: s
 `), 0o600)).To(Succeed())
 			write(strings.NewReplacer("  cwnp: {source: static}", "  cwnp: {source: shoot}",
 				"sources:\n", "sources:\n  shoot: {namespace: firewall, kubeconfig: "+kubeconfig+"}\n").Replace(cfg))
-			checker := &tableCheckingApplier{fakeApplier: fake, exists: tableExists}
+			checker := &closedTableApplier{tableCheckingApplier: &tableCheckingApplier{fakeApplier: fake, exists: tableExists}, closed: closed}
 			a.Applier, a.SeedInterval = checker, 20*time.Millisecond
 			a.Metrics = metrics.New("v-test", nil, nil)
 			ctx, cancel := context.WithCancel(context.Background())
@@ -206,8 +216,9 @@ current-context: s
 				Consistently(fake.count, 200*time.Millisecond).Should(BeZero(), "an earlier run's rules stay until the shoot answers")
 			}
 		},
-		Entry("keeps an earlier run's table untouched", true, false),
-		Entry("closes a fresh machine without the shoot's policies", false, true),
+		Entry("keeps an earlier run's table untouched", true, false, false),
+		Entry("closes a fresh machine without the shoot's policies", false, false, true),
+		Entry("treats the boot step's closed table as a fresh machine: it keeps nothing", true, true, true),
 	)
 
 	It("does not crash when a changed config reads the shoot it was not started with, and keeps the ruleset", func() {

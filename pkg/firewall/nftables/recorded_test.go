@@ -91,6 +91,15 @@ var _ = Describe("Programmer against a recorded kernel", func() {
 		exists, err := p.TableExists(ruleset.TableName)
 		Expect(err).NotTo(HaveOccurred())
 		Expect(exists).To(BeTrue())
+		closed, err := p.ChainExists(ruleset.TableName, ruleset.ClosedChain)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(closed).To(BeFalse(), "a built ruleset is not the closed table")
+
+		By("the closed table: its chain is found")
+		apply(ruleset.Closed())
+		closed, err = p.ChainExists(ruleset.TableName, ruleset.ClosedChain)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(closed).To(BeTrue())
 	})
 
 	It("sends nothing for an unchanged ruleset, and reads nothing while the generation is its own", func() {

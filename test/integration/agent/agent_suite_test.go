@@ -35,3 +35,9 @@ var _ = BeforeSuite(func() {
 		"github.com/metal-firewall/gardener-extension-firewall/cmd/firewall-agent").CombinedOutput()
 	Expect(err).NotTo(HaveOccurred(), string(out))
 })
+
+// lastGoodPath is where an agent binary started by a spec saves its last good
+// ruleset: never the host's, which another spec's agent would install.
+func lastGoodPath() string {
+	return filepath.Join(GinkgoT().TempDir(), "last-good-ruleset.json")
+}

@@ -283,14 +283,14 @@ var _ = Describe("firewall agent in network namespaces", func() {
 		It("puts a SNAT address on its interface, recording it where --snat-address-record says", func() {
 			record := filepath.Join(filepath.Dir(cfgPath), "snat.json")
 			writeConfig(cfgPath, strings.Replace(configYAML("", ""), "ips: ["+fwExtV4+"]", "ips: [203.0.113.70]", 1))
-			out, err := run("--config", cfgPath, "--once", "--snat-address-record", record)
+			out, err := run("--last-good-ruleset", lastGoodPath(), "--config", cfgPath, "--once", "--snat-address-record", record)
 			Expect(err).NotTo(HaveOccurred(), out)
 			Expect(expectAllowed(t.node, outsideV4, 8080)).To(Equal("203.0.113.70"))
 			Expect(os.ReadFile(record)).To(ContainSubstring(`"address":"203.0.113.70"`))
 		})
 
 		It("applies once, and refuses a bad config with a clear error and no change", func() {
-			out, err := run("--config", cfgPath, "--once")
+			out, err := run("--last-good-ruleset", lastGoodPath(), "--config", cfgPath, "--once")
 			Expect(err).NotTo(HaveOccurred(), out)
 			Expect(out).To(ContainSubstring("mode=full"))
 			expectAllowed(t.node, outsideV4, 8080)
@@ -299,14 +299,14 @@ var _ = Describe("firewall agent in network namespaces", func() {
 
 			bad := filepath.Join(filepath.Dir(cfgPath), "bad.yaml")
 			writeConfig(bad, strings.Replace(configYAML("", ""), "203.0.113.0/24", "203.0.113/24", 1))
-			out, err = run("--config", bad, "--once")
+			out, err = run("--last-good-ruleset", lastGoodPath(), "--config", bad, "--once")
 			Expect(err).To(HaveOccurred())
 			Expect(out).To(ContainSubstring(`sources.static.cwnp.egress[0].to[0].cidr: Invalid value: "203.0.113/24": invalid CIDR`))
 			Expect(listRuleset()).To(Equal(before))
 
 			writeConfig(bad, strings.NewReplacer("cwnp:     {source: static}", "cwnp:     {source: shoot}",
 				"  static:\n", "  shoot: {namespace: firewall}\n  static:\n").Replace(configYAML("", "")))
-			out, err = run("--config", bad, "--once")
+			out, err = run("--last-good-ruleset", lastGoodPath(), "--config", bad, "--once")
 			Expect(err).To(HaveOccurred())
 			Expect(out).To(ContainSubstring("sources.shoot.kubeconfig: Required value: a controller reads the shoot"))
 		})
@@ -322,7 +322,7 @@ var _ = Describe("firewall agent in network namespaces", func() {
 			ctx, cancel := context.WithCancel(context.Background())
 			DeferCleanup(cancel)
 			logs := gbytes.NewBuffer()
-			cmd := exec.CommandContext(ctx, "ip", "netns", "exec", t.fw.Name, binary, "--config", cfgPath)
+			cmd := exec.CommandContext(ctx, "ip", "netns", "exec", t.fw.Name, binary, "--last-good-ruleset", lastGoodPath(), "--config", cfgPath)
 			cmd.Stdout, cmd.Stderr = logs, logs
 			Expect(cmd.Start()).To(Succeed())
 			DeferCleanup(func() {
@@ -341,7 +341,7 @@ var _ = Describe("firewall agent in network namespaces", func() {
 			logs := gbytes.NewBuffer()
 			// The metrics listen on the firewall namespace's loopback, as on
 			// a firewall by default.
-			cmd := exec.CommandContext(ctx, "ip", "netns", "exec", t.fw.Name, binary, "--config", cfgPath, "--poll-interval", "100ms",
+			cmd := exec.CommandContext(ctx, "ip", "netns", "exec", t.fw.Name, binary, "--last-good-ruleset", lastGoodPath(), "--config", cfgPath, "--poll-interval", "100ms",
 				"--metrics-bind-address", "127.0.0.1:2112")
 			cmd.Stdout, cmd.Stderr = logs, logs
 			Expect(cmd.Start()).To(Succeed())

@@ -118,7 +118,7 @@ type agentProcess struct {
 func startAgentProcess(fw *netns.NS, cfgPath string, env ...string) *agentProcess {
 	GinkgoHelper()
 	p := &agentProcess{out: gbytes.NewBuffer(), done: make(chan struct{})}
-	p.cmd = exec.Command("ip", "netns", "exec", fw.Name, binary, "--config", cfgPath, "--poll-interval", "100ms", "--seed-interval", "500ms",
+	p.cmd = exec.Command("ip", "netns", "exec", fw.Name, binary, "--last-good-ruleset", lastGoodPath(), "--config", cfgPath, "--poll-interval", "100ms", "--seed-interval", "500ms",
 		"--metrics-bind-address", "0")
 	p.cmd.Env = append(os.Environ(), env...)
 	p.cmd.Stdout, p.cmd.Stderr = p.out, p.out

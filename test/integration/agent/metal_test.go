@@ -100,7 +100,7 @@ var _ = Describe("firewall agent with sources.metal only", func() {
 		Expect(os.WriteFile(cfg, []byte("name: fw-test\nsources:\n  metal: {url: "+server.URL+", hmacFile: "+filepath.Join(dir, "metal.hmac")+
 			", type: Metal-View, projectID: "+project+"}\ncontrollers:\n  firewall: {source: metal}\n  cwnp: {source: metal}\n"), 0o600)).To(Succeed())
 		logs = gbytes.NewBuffer()
-		cmd := exec.Command("ip", "netns", "exec", t.fw.Name, binary, "--config", cfg, "--metal-interval", "500ms", "--metrics-bind-address", "0",
+		cmd := exec.Command("ip", "netns", "exec", t.fw.Name, binary, "--last-good-ruleset", lastGoodPath(), "--config", cfg, "--metal-interval", "500ms", "--metrics-bind-address", "0",
 			"--snat-address-record", filepath.Join(dir, "snat.json"))
 		cmd.Stdout, cmd.Stderr = io.MultiWriter(logs, GinkgoWriter), io.MultiWriter(logs, GinkgoWriter)
 		Expect(cmd.Start()).To(Succeed())

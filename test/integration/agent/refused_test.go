@@ -38,7 +38,7 @@ var _ = Describe("the built binary with a config that would enforce nothing", fu
 	}
 
 	It("refuses it with --once, exits non-zero and keeps the ruleset in force", func() {
-		out, err := exec.Command("ip", "netns", "exec", t.fw.Name, binary, "--config", cfgPath, "--once").CombinedOutput()
+		out, err := exec.Command("ip", "netns", "exec", t.fw.Name, binary, "--last-good-ruleset", lastGoodPath(), "--config", cfgPath, "--once").CombinedOutput()
 		Expect(err).NotTo(HaveOccurred(), string(out))
 		expectAllowed(t.node, outsideV4, 8080)
 		expectDropped(t.node, outsideV4, 9090)
@@ -60,7 +60,7 @@ var _ = Describe("the built binary with a config that would enforce nothing", fu
 		} {
 			By(c.name)
 			writeConfig(bad, c.config)
-			out, err := exec.Command("ip", "netns", "exec", t.fw.Name, binary, "--config", bad, "--once").CombinedOutput()
+			out, err := exec.Command("ip", "netns", "exec", t.fw.Name, binary, "--last-good-ruleset", lastGoodPath(), "--config", bad, "--once").CombinedOutput()
 			Expect(err).To(HaveOccurred(), string(out))
 			Expect(string(out)).To(ContainSubstring(c.want))
 			Expect(ruleset()).To(Equal(before))
@@ -72,7 +72,7 @@ var _ = Describe("the built binary with a config that would enforce nothing", fu
 		ctx, cancel := context.WithCancel(context.Background())
 		DeferCleanup(cancel)
 		logs := gbytes.NewBuffer()
-		cmd := exec.CommandContext(ctx, "ip", "netns", "exec", t.fw.Name, binary, "--config", cfgPath, "--poll-interval", "100ms", "--metrics-bind-address", "0")
+		cmd := exec.CommandContext(ctx, "ip", "netns", "exec", t.fw.Name, binary, "--last-good-ruleset", lastGoodPath(), "--config", cfgPath, "--poll-interval", "100ms", "--metrics-bind-address", "0")
 		cmd.Stdout, cmd.Stderr = GinkgoWriter, logs
 		Expect(cmd.Start()).To(Succeed())
 		DeferCleanup(func() {

@@ -74,7 +74,7 @@ var _ = Describe("the agent's self-update", func() {
 		Expect(err).NotTo(HaveOccurred())
 		DeferCleanup(logFile.Close)
 		logs := func() string { data, _ := os.ReadFile(logPath); return string(data) }
-		cmd := exec.Command("ip", "netns", "exec", t.fw.Name, installed, "--config", cfgPath, "--poll-interval", "100ms",
+		cmd := exec.Command("ip", "netns", "exec", t.fw.Name, installed, "--last-good-ruleset", lastGoodPath(), "--config", cfgPath, "--poll-interval", "100ms",
 			"--metrics-bind-address", "127.0.0.1:2112")
 		// A file, not a pipe: the watchdog and the restarted agent write on after the first process is gone.
 		cmd.Stdout, cmd.Stderr = logFile, logFile

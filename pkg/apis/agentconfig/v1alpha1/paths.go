@@ -26,3 +26,17 @@ const (
 	// the seed, so that it reaches the shoot when the seed is gone.
 	ShootKubeconfigPath = Dir + "/shoot.kubeconfig"
 )
+
+// BinaryPath is where the firewall image must put the agent binary: the
+// boot unit the extension's Ignition config enables runs it from there.
+const BinaryPath = "/usr/local/bin/firewall-agent"
+
+// Paths of the state the agent keeps on a firewall machine itself, readable
+// by root only.
+const (
+	// StateDir holds the agent's state; it must survive a reboot.
+	StateDir = "/var/lib/firewall-agent"
+	// LastGoodRulesetPath keeps the last ruleset the kernel accepted, which
+	// `firewall-agent boot` installs before the network comes up.
+	LastGoodRulesetPath = StateDir + "/last-good-ruleset.json"
+)

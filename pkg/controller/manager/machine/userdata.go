@@ -45,9 +45,11 @@ func ResolveUserdata(ctx context.Context, c client.Reader, fw *firewallv1alpha1.
 	return files, nil
 }
 
-// Ignition renders files into the Ignition config a real machine boots with.
+// Ignition renders files into the Ignition config a real machine boots
+// with, and enables the agent's boot unit.
 func Ignition(files []File) ([]byte, error) {
 	cfg := ignition.Config{Ignition: ignition.Ignition{Version: "3.5.0"}}
+	cfg.Systemd.Units = []ignition.Unit{{Name: BootUnitName, Enabled: ptr.To(true), Contents: ptr.To(bootUnit)}}
 	for _, f := range files {
 		cfg.Storage.Files = append(cfg.Storage.Files, ignition.File{
 			Node: ignition.Node{Path: f.Path, Overwrite: ptr.To(true)},

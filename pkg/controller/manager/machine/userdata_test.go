@@ -57,5 +57,14 @@ var _ = Describe("Userdata", func() {
 		data, err := base64.StdEncoding.DecodeString(strings.TrimPrefix(*f.Contents.Source, "data:;base64,"))
 		Expect(err).NotTo(HaveOccurred())
 		Expect(string(data)).To(Equal("k: v\n"))
+
+		By("enabling the boot step before the network")
+		Expect(cfg.Systemd.Units).To(HaveLen(1))
+		u := cfg.Systemd.Units[0]
+		Expect(u.Name).To(Equal("firewall-agent-boot.service"))
+		Expect(*u.Enabled).To(BeTrue())
+		Expect(*u.Contents).To(ContainSubstring("\nBefore=network-pre.target shutdown.target\n"))
+		Expect(*u.Contents).To(ContainSubstring("\nDefaultDependencies=no\n"))
+		Expect(*u.Contents).To(ContainSubstring("\nExecStart=/usr/local/bin/firewall-agent boot --last-good-ruleset /var/lib/firewall-agent/last-good-ruleset.json\n"))
 	})
 })

@@ -1,0 +1,144 @@
+package agentseed_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	"github.com/onsi/gomega/gbytes"
+
+	"github.com/metal-firewall/gardener-extension-firewall/pkg/credentials"
+	"github.com/metal-firewall/gardener-extension-firewall/pkg/firewall/agent"
+	"github.com/metal-firewall/gardener-extension-firewall/pkg/firewall/metrics"
+	"github.com/metal-firewall/gardener-extension-firewall/pkg/firewall/metrics/metricstest"
+)
+
+// outage is how long the seed's kube-apiserver stays down: FAULT_OUTAGE
+// (e.g. 10m) or a minute.
+func outage() time.Duration {
+	if d, err := time.ParseDuration(os.Getenv("FAULT_OUTAGE")); err == nil && d > 0 {
+		return d
+	}
+	return time.Minute
+}
+
+var _ = Describe("the seed's kube-apiserver stopped", func() {
+	It("keeps the rules, reports the seed down, retries at its interval without leaking, and is back within seconds with its own identity", func(ctx SpecContext) {
+		seed := startSeed("seed-outage")
+		dir := GinkgoT().TempDir()
+		bootstrapPath := filepath.Join(dir, "bootstrap.kubeconfig")
+		seedPath := filepath.Join(dir, "seed.kubeconfig")
+		configPath := filepath.Join(dir, "config.yaml")
+		prepareSeed(ctx, seed, "fw-0", "10.20.0.0/24", bootstrapPath)
+		Expect(os.WriteFile(configPath, []byte(fmt.Sprintf(`name: fw-0
+sources:
+  seed: {bootstrapKubeconfig: %s, kubeconfig: %s, namespace: %s}
+controllers:
+  firewall: {source: seed}
+`, bootstrapPath, seedPath, namespace)), 0o600)).To(Succeed())
+
+		logs := gbytes.NewBuffer()
+		log := slog.New(slog.NewTextHandler(io.MultiWriter(GinkgoWriter, logs), nil))
+		const interval = 500 * time.Millisecond
+		start := func(applier *recorder, m *metrics.Metrics) func() {
+			a := &agent.Agent{ConfigPath: configPath, Applier: applier, Log: log, Metrics: m,
+				PollInterval: 200 * time.Millisecond, SeedInterval: interval, Version: "v-test"}
+			runCtx, cancel := context.WithCancel(context.Background())
+			done := make(chan error, 1)
+			go func() { done <- a.Run(runCtx) }()
+			var once sync.Once
+			stop := func() { once.Do(func() { cancel(); Expect(<-done).To(Succeed()) }) }
+			DeferCleanup(stop)
+			return stop
+		}
+		applier := &recorder{}
+		m := metrics.New("v-test", nil, log)
+		stopAgent := start(applier, m)
+		seedUp := func() float64 {
+			rec := httptest.NewRecorder()
+			m.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
+			got, err := metricstest.Parse(rec.Body.String())
+			Expect(err).NotTo(HaveOccurred())
+			return got[`firewall_agent_source_up{source="seed"}`]
+		}
+
+		Eventually(applier.Last).WithTimeout(time.Minute).Should(ContainSubstring("10.20.0.0/24"))
+		Eventually(heartbeat(ctx, seed)).Should(Equal("v-test"))
+		Expect(seedUp()).To(Equal(1.0))
+		// Without the boot credential, only the agent's own certificate gets it in again.
+		Expect(credentials.DeleteBootCredentials(ctx, seed.client, bootNamespace, namespace, "fw-0")).To(Succeed())
+		serial := certificateSerial(seedPath)
+		rulesBefore, appliesBefore := applier.Last(), applier.count()
+		// The seed's manager, its informers and the agent settle first.
+		time.Sleep(2 * time.Second)
+		runtime.GC()
+		goroutinesBefore := runtime.NumGoroutine()
+		var mem runtime.MemStats
+		runtime.ReadMemStats(&mem)
+		heapBefore := mem.HeapInuse
+
+		d := outage()
+		By(fmt.Sprintf("killing the seed's kube-apiserver (SIGKILL) for %v", d))
+		// The first bootstrap is logged above this mark; none may follow it.
+		mark, marked := len(logs.Contents()), time.Now()
+		since := func() string { return string(logs.Contents()[mark:]) }
+		Expect(seed.cp.KillAPIServer()).To(Succeed())
+		stopped := time.Now()
+		Eventually(seedUp).WithTimeout(10 * time.Second).Should(Equal(0.0))
+		maxGoroutines := 0
+		for time.Since(stopped) < d {
+			Expect(applier.Last()).To(Equal(rulesBefore), "the rules in force stay: a resync re-applies them as they are")
+			maxGoroutines = max(maxGoroutines, runtime.NumGoroutine())
+			time.Sleep(time.Second)
+		}
+		failures := strings.Count(since(), "reading the Firewall from the seed; the ruleset in force stays")
+		Expect(failures).To(BeNumerically(">=", 2))
+		Expect(failures).To(BeNumerically("<=", int(time.Since(marked)/interval)+2), "one try per seed interval, no tight loop")
+		Expect(applier.count()).To(BeNumerically("<=", appliesBefore+int(d/time.Minute)+1), "at most the resyncs (every minute), which re-apply the same rules")
+
+		By("starting it again on the same address and etcd")
+		Expect(seed.cp.StartAPIServer()).To(Succeed())
+		restarted := time.Now()
+		Eventually(seedUp).WithTimeout(10 * time.Second).Should(Equal(1.0))
+		Eventually(heartbeat(ctx, seed)).WithTimeout(10 * time.Second).Should(Equal("v-test"))
+		back := time.Since(restarted)
+		Expect(certificateSerial(seedPath)).To(Equal(serial), "the same certificate: no bootstrap")
+		Expect(since()).NotTo(ContainSubstring("bootstrapping"))
+
+		By("not leaking: the goroutines come back to where they were")
+		Eventually(func() int { runtime.GC(); return runtime.NumGoroutine() }).WithTimeout(30 * time.Second).
+			Should(BeNumerically("<=", goroutinesBefore+5))
+		runtime.GC()
+		runtime.ReadMemStats(&mem)
+		report := fmt.Sprintf("outage %v: %d failed reads, back %v after the restart; goroutines %d before, at most %d during, %d after; heap in use %.1f MiB before, %.1f MiB after",
+			d, failures, back.Round(time.Millisecond), goroutinesBefore, maxGoroutines, runtime.NumGoroutine(),
+			float64(heapBefore)/(1<<20), float64(mem.HeapInuse)/(1<<20))
+		fmt.Fprintln(GinkgoWriter, report)
+		AddReportEntry("seed outage", report)
+
+		By("a restarted agent (as after a reboot) reads the seed with the identity it keeps on disk")
+		stopAgent()
+		again := &recorder{}
+		start(again, nil)
+		Eventually(again.Last).WithTimeout(30 * time.Second).Should(ContainSubstring("10.20.0.0/24"))
+		Expect(certificateSerial(seedPath)).To(Equal(serial))
+		Expect(since()).NotTo(ContainSubstring("bootstrapping"))
+	})
+})
+
+func (r *recorder) count() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.n
+}
