@@ -195,10 +195,14 @@ var _ = Describe("the watchdog", func() {
 	})
 
 	It("kills and rolls back a new version that does not apply by the deadline", func() {
-		sleep, err := os.Executable()
+		// A copy of the test binary plays the staged version: the rollback
+		// removes what it ran, which must never be a file outside the test's.
+		self, err := os.Executable()
 		Expect(err).NotTo(HaveOccurred())
-		sleep, err = filepath.EvalSymlinks(sleep)
+		data, err := os.ReadFile(self)
 		Expect(err).NotTo(HaveOccurred())
+		sleep := filepath.Join(dir, "staged-sleeper")
+		Expect(os.WriteFile(sleep, data, 0o755)).To(Succeed())
 		cmd := exec.Command(sleep)
 		cmd.Env = append(os.Environ(), sleepEnv+"=true")
 		Expect(cmd.Start()).To(Succeed())
@@ -210,6 +214,8 @@ var _ = Describe("the watchdog", func() {
 		Expect(exe).To(Equal("/old"))
 		Eventually(done).Should(Receive(MatchError(ContainSubstring("killed"))))
 		Expect(readState(filepath.Join(dir, "state.json")).Message).To(Equal("rolled back: v2 did not apply the ruleset within 1s"))
+		Expect(sleep).NotTo(BeAnExistingFile(), "the staged version is gone")
+		Expect(self).To(BeAnExistingFile())
 	})
 
 	It("ends without a restart when the new version installed itself", func() {
