@@ -74,7 +74,7 @@ re-applies on change; a bad config is logged and the ruleset in force stays.`,
 		`address to serve Prometheus metrics on (/metrics); "0" or "" turns them off. Keep it off public interfaces: the firewall's own ports are not filtered by the agent`)
 	cmd.Flags().StringVar(&opts.SNATRecord, "snat-address-record", snataddr.DefaultRecordPath,
 		"file (0600) recording the SNAT addresses the agent put on interfaces; only those are ever removed")
-	cmd.AddCommand(newRenderCommand())
+	cmd.AddCommand(newRenderCommand(), newDroptailerCommand())
 	return cmd
 }
 

@@ -53,6 +53,7 @@ type Metrics struct {
 	sourceUp          *prometheus.GaugeVec
 	sourceLastSuccess *prometheus.GaugeVec
 	dns               *dnsMetrics
+	dropLog           *DropLogMetrics
 
 	// now is the clock, replaced in tests.
 	now func() time.Time
@@ -108,6 +109,7 @@ func New(version string, counters CounterReader, log *slog.Logger) *Metrics {
 	m.registry.MustRegister(m.applyDuration, m.applies, m.lastSuccess, m.rules, m.elements, m.shards, m.sourceUp, m.sourceLastSuccess, buildInfo,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m.dns = newDNSMetrics(m.registry)
+	m.dropLog = newDropLogMetrics(m.registry)
 	for _, r := range []string{ResultChanged, ResultUnchanged, ResultError} {
 		m.applies.WithLabelValues(r)
 	}
