@@ -53,6 +53,11 @@ const (
 	AgentShootRoleName = "firewall-agent"
 	// AgentShootClusterRoleName is the agent's ClusterRole in the shoot (reading Services).
 	AgentShootClusterRoleName = "firewall.metal-firewall.io:agent"
+	// AgentDropTokenRoleName is the agent's Role in the shoot's kube-system
+	// that lets it mint its own tokens for the drop receiver's audience.
+	AgentDropTokenRoleName = "firewall.metal-firewall.io:agent-drop-token"
+	// DroptailerClusterRoleName lets the shoot's drop receiver review tokens.
+	DroptailerClusterRoleName = "firewall.metal-firewall.io:droptailer"
 	// MetalStackPolicyGroup is the API group of metal-stack's firewall-
 	// controller, whose ClusterwideNetworkPolicies (version v1) the agent
 	// enforces too.
