@@ -67,6 +67,10 @@ type Agent struct {
 	Version string
 	// Metrics, if set, record the applies and the sources' health.
 	Metrics *metrics.Metrics
+	// NFLogNetNS, if set, is the network namespace whose logged packets
+	// the drop log reads (tests, where the Applier programs another
+	// namespace); the agent's own otherwise.
+	NFLogNetNS string
 
 	// in is what the agent last read from the seed and the shoot.
 	in Inputs

@@ -55,7 +55,7 @@ func (a *Agent) startDropLog(ctx context.Context, cfg *agentconfigv1alpha1.Confi
 	go sender.Run(ctx)
 	go func() {
 		for ctx.Err() == nil {
-			r := &droplog.Reader{Group: d.Group, Queue: q, Recorder: rec, Log: log}
+			r := &droplog.Reader{Group: d.Group, NetNS: a.NFLogNetNS, Queue: q, Recorder: rec, Log: log}
 			if err := r.Run(ctx); err != nil {
 				log.Error("cannot read the logged packets; retrying", "group", d.Group, "retry", dropLogRetry, "error", err)
 			}

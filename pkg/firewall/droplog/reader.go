@@ -6,10 +6,13 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"os"
 	"sync"
 	"time"
 
 	nflog "github.com/florianl/go-nflog/v2"
+	"github.com/vishvananda/netlink"
+	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
 )
 
@@ -41,7 +44,10 @@ const readBuffer = 4 << 20
 
 // Reader reads the events of an NFLOG group from the kernel into a queue.
 type Reader struct {
-	Group    uint16
+	Group uint16
+	// NetNS is the path of the network namespace whose group to read
+	// (tests); empty: the agent's own.
+	NetNS    string
 	Queue    *Queue
 	Recorder Recorder
 	Log      *slog.Logger
@@ -57,7 +63,17 @@ type Reader struct {
 // Run reads until ctx is done. It returns an error when the group cannot be
 // bound (another program reads it, no permission).
 func (r *Reader) Run(ctx context.Context) error {
+	netnsFD := 0
+	if r.NetNS != "" {
+		f, err := os.Open(r.NetNS)
+		if err != nil {
+			return fmt.Errorf("network namespace: %w", err)
+		}
+		defer func() { _ = f.Close() }()
+		netnsFD = int(f.Fd())
+	}
 	nf, err := nflog.Open(&nflog.Config{
+		NetNS:    netnsFD,
 		Group:    r.Group,
 		Copymode: nflog.CopyPacket,
 		Bufsize:  copyRange,
@@ -153,12 +169,38 @@ func (r *Reader) ifName(idx uint32) string {
 		return name
 	}
 	name := fmt.Sprintf("if%d", idx)
-	if iface, err := net.InterfaceByIndex(int(idx)); err == nil {
-		name = iface.Name
+	if n, err := r.lookupIf(idx); err == nil {
+		name = n
 	}
 	if r.ifNames == nil || len(r.ifNames) > 1024 {
 		r.ifNames = map[uint32]string{}
 	}
 	r.ifNames[idx] = name
 	return name
+}
+
+// lookupIf names an interface of the reader's network namespace.
+func (r *Reader) lookupIf(idx uint32) (string, error) {
+	if r.NetNS == "" {
+		iface, err := net.InterfaceByIndex(int(idx))
+		if err != nil {
+			return "", err
+		}
+		return iface.Name, nil
+	}
+	ns, err := netns.GetFromPath(r.NetNS)
+	if err != nil {
+		return "", err
+	}
+	defer func() { _ = ns.Close() }()
+	h, err := netlink.NewHandleAt(ns)
+	if err != nil {
+		return "", err
+	}
+	defer h.Close()
+	link, err := h.LinkByIndex(int(idx))
+	if err != nil {
+		return "", err
+	}
+	return link.Attrs().Name, nil
 }
