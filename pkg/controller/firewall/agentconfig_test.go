@@ -45,4 +45,13 @@ var _ = Describe("agentConfig", func() {
 		Expect(err).NotTo(HaveOccurred(), "the agent refuses the extension's config:\n%s", raw)
 		Expect(cfg.DNS).To(Equal(dns))
 	})
+
+	It("turns the drop log on when the operator deployed the receiver, with accepted connections as the providerConfig says", func() {
+		Expect(dropLogConfig("", true)).To(BeNil(), "no receiver, nothing to send to")
+		raw, err := agentConfig("shoot--p--s", nil, dropLogConfig("img", true))
+		Expect(err).NotTo(HaveOccurred())
+		cfg, err := config.Parse(raw)
+		Expect(err).NotTo(HaveOccurred(), "the agent refuses the extension's config:\n%s", raw)
+		Expect(cfg.DropLog).To(Equal(&agentconfigv1alpha1.DropLog{LogAcceptedConnections: true}))
+	})
 })

@@ -26,10 +26,12 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	fwv1alpha1 "github.com/metal-firewall/gardener-extension-firewall/pkg/apis/firewall/v1alpha1"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/firewall/agent"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/firewall/droplog"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/firewall/metrics"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/firewall/nftables"
+	"github.com/metal-firewall/gardener-extension-firewall/pkg/firewall/ruleset"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/utils/netns"
 )
 
@@ -189,7 +191,7 @@ var _ = Describe("firewall agent drop log", func() {
 		cfgPath := filepath.Join(dir, "config.yaml")
 		writeConfig(cfgPath, fmt.Sprintf(shootAgentConfig, kubeconfigPath)+
 			// The receiver listens on the loopback, which no EndpointSlice may name.
-			fmt.Sprintf("dropLog: {ratePerSecond: 100000, queueSize: 1000, receiverURL: %q}\n", url))
+			fmt.Sprintf("dropLog: {ratePerSecond: 100000, queueSize: 1000, logAcceptedConnections: true, receiverURL: %q}\n", url))
 		log := slog.New(slog.NewTextHandler(GinkgoWriter, nil))
 		m := metrics.New("v-droplog-test", nil, log)
 		a := &agent.Agent{ConfigPath: cfgPath, Applier: nftables.NewProgrammer(t.fw.Path()), Log: log, Metrics: m, NFLogNetNS: t.fw.Path(),
@@ -204,17 +206,30 @@ var _ = Describe("firewall agent drop log", func() {
 		By("a dropped UDP datagram and a dropped IPv6 TCP connection reach the receiver within seconds")
 		udpFlood(t.node, outsideV4, 1)
 		expectDropped(t.node, outsideV6, 8080)
-		find := func(g Gomega, src, dst, proto string, port float64) {
+		find := func(g Gomega, src, dst, proto string, port float64, context ...string) {
+			if len(context) == 0 {
+				context = []string{"drop forward default-deny"}
+			}
 			events, _ := out.lines()
 			g.Expect(events).To(ContainElement(And(
 				HaveKeyWithValue("source", src), HaveKeyWithValue("destination", dst), HaveKeyWithValue("protocol", proto),
-				HaveKeyWithValue("destinationPort", port), HaveKeyWithValue("context", "drop forward default-deny"),
-				HaveKeyWithValue("action", "drop"), HaveKeyWithValue("firewall", "fw-0"),
+				HaveKeyWithValue("destinationPort", port), HaveKeyWithValue("context", context[0]),
+				HaveKeyWithValue("action", strings.Fields(context[0])[0]), HaveKeyWithValue("firewall", "fw-0"),
 				HaveKeyWithValue("inInterface", "int0"), HaveKeyWithValue("outInterface", "ext0"),
 			)))
 		}
 		Eventually(func(g Gomega) { find(g, nodeV4, outsideV4, "udp", 20000) }).WithTimeout(10 * time.Second).Should(Succeed())
 		Eventually(func(g Gomega) { find(g, nodeV6, outsideV6, "tcp", 8080) }).WithTimeout(10 * time.Second).Should(Succeed())
+
+		By("with logAcceptedConnections, a connection a policy allows shows as accepted")
+		serve(t.outside, "::", 8080)
+		Expect(admin.Create(ctx, &fwv1alpha1.ClusterwideNetworkPolicy{
+			ObjectMeta: metav1.ObjectMeta{Name: "allow-web", Namespace: "firewall"},
+			Spec: fwv1alpha1.PolicySpec{Egress: []fwv1alpha1.EgressRule{{To: []fwv1alpha1.IPBlock{{CIDR: "203.0.113.0/24"}},
+				Ports: []fwv1alpha1.PolicyPort{{Protocol: "TCP", Port: ptr.To[int32](8080)}}}}},
+		})).To(Succeed())
+		Eventually(func() error { _, err := connect(t.node, outsideV4, 8080); return err }).WithTimeout(20 * time.Second).Should(Succeed())
+		Eventually(func(g Gomega) { find(g, nodeV4, outsideV4, "tcp", 8080, ruleset.AcceptPrefixNew) }).WithTimeout(10 * time.Second).Should(Succeed())
 
 		By("a flood of 100,000 drops: the queue stays bounded and every loss is counted and reported")
 		runtime.GC()
@@ -238,7 +253,7 @@ var _ = Describe("firewall agent drop log", func() {
 		Expect(queueFull).To(BeNumerically(">", 0), "a queue of 1,000 cannot hold the flood")
 		Expect(lost).To(BeNumerically(">=", uint64(queueFull)))
 		AddReportEntry("drop log flood", fmt.Sprintf(
-			"100000 datagrams sent in %s; kernel events read %.0f (rate limit 100000/s), delivered %d, lost %d (queue-full %.0f, kernel-overrun %.0f); test process CPU %s (agent, receiver and sender together), heap in use after GC %d KiB -> %d KiB (with the receiver's 50,000 printed lines in memory), total allocated %d MiB",
+			"100000 datagrams sent in %s; kernel events read %.0f (rate limit 100000/s), delivered %d, lost %d (queue-full %.0f, kernel-overrun %.0f); test process CPU %s (agent, receiver and sender together), heap in use after GC %d KiB -> %d KiB (the receiver and its printed lines included), total allocated %d MiB",
 			sent.Round(time.Millisecond), counter(m, "firewall_agent_droplog_events_total", "action"), len(events), lost, queueFull,
 			counter(m, "firewall_agent_droplog_lost_events_total", "reason", droplog.LostKernel), cpu.Round(time.Millisecond),
 			before.HeapInuse>>10, after.HeapInuse>>10, (after.TotalAlloc-before.TotalAlloc)>>20))
