@@ -16,7 +16,6 @@ import (
 	agentconfigv1alpha1 "github.com/metal-firewall/gardener-extension-firewall/pkg/apis/agentconfig/v1alpha1"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/firewall/config"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/firewall/dnsproxy"
-	"github.com/metal-firewall/gardener-extension-firewall/pkg/firewall/droplog"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/firewall/metalsource"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/firewall/metrics"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/firewall/nftables"
@@ -98,9 +97,6 @@ type Agent struct {
 	// dns section as it was at start) turns it on.
 	dnsProxy  *dnsproxy.Proxy
 	dnsConfig *agentconfigv1alpha1.DNS
-	// dropQueue holds the logged packets on their way to the shoot, when
-	// the config's dropLog section turns that on.
-	dropQueue *droplog.Queue
 }
 
 // ApplyOnce loads and validates the config and applies it. A bad config or a

@@ -41,7 +41,6 @@ func (a *Agent) startDropLog(ctx context.Context, cfg *agentconfigv1alpha1.Confi
 	}
 	log := a.Log.With("component", "droplog")
 	q := droplog.NewQueue(int(d.QueueSize))
-	a.dropQueue = q
 	rec := a.Metrics.DropLog()
 	shoot := &droplog.Shoot{Kubeconfig: cfg.Sources.Shoot.Kubeconfig, Namespace: cfg.Sources.Shoot.Namespace}
 	endpoint := shoot.Endpoint

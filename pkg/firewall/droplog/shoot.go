@@ -47,7 +47,14 @@ type Shoot struct {
 	renew  time.Time
 	client kubernetes.Interface
 	loaded []byte
+	// url is the receiver found last, until urlUntil.
+	url      string
+	urlUntil time.Time
 }
+
+// endpointTTL is how long a receiver found is used before it is looked up
+// again: a new receiver pod is found within it, at one List per interval.
+const endpointTTL = 30 * time.Second
 
 func (s *Shoot) connect() (kubernetes.Interface, error) {
 	data, err := os.ReadFile(s.Kubeconfig)
@@ -116,8 +123,11 @@ func serviceAccountOf(user string) (string, string, bool) {
 // Endpoint returns the URL of a ready endpoint of the receiver's Service.
 func (s *Shoot) Endpoint(ctx context.Context) (string, error) {
 	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.url != "" && time.Now().Before(s.urlUntil) {
+		return s.url, nil
+	}
 	c, err := s.connect()
-	s.mu.Unlock()
 	if err != nil {
 		return "", err
 	}
@@ -136,7 +146,8 @@ func (s *Shoot) Endpoint(ctx context.Context) (string, error) {
 		}
 		for _, ep := range sl.Endpoints {
 			if port != 0 && len(ep.Addresses) > 0 && (ep.Conditions.Ready == nil || *ep.Conditions.Ready) {
-				return "https://" + net.JoinHostPort(ep.Addresses[0], strconv.Itoa(int(port))) + EventsPath, nil
+				s.url, s.urlUntil = "https://"+net.JoinHostPort(ep.Addresses[0], strconv.Itoa(int(port)))+EventsPath, time.Now().Add(endpointTTL)
+				return s.url, nil
 			}
 		}
 	}
