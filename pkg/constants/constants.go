@@ -58,6 +58,17 @@ const (
 	AgentDropTokenRoleName = "firewall.metal-firewall.io:agent-drop-token"
 	// DroptailerClusterRoleName lets the shoot's drop receiver review tokens.
 	DroptailerClusterRoleName = "firewall.metal-firewall.io:droptailer"
+	// DropReceiverName is the drop receiver's Deployment, Service and
+	// ServiceAccount in the shoot namespace ShootNamespace.
+	DropReceiverName = "firewall-drop"
+	// DropReceiverPortName and DropReceiverPort are its Service port, where
+	// the agents send their batches.
+	DropReceiverPortName = "https"
+	DropReceiverPort     = 8443
+	// DropAudience is the audience of the tokens the agent sends to the
+	// receiver and the only one the receiver accepts: the shoot's API
+	// rejects such tokens.
+	DropAudience = "firewall-drop.metal-firewall.io"
 	// MetalStackPolicyGroup is the API group of metal-stack's firewall-
 	// controller, whose ClusterwideNetworkPolicies (version v1) the agent
 	// enforces too.

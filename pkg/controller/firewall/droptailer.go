@@ -12,7 +12,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/constants"
-	"github.com/metal-firewall/gardener-extension-firewall/pkg/firewall/droplog"
 )
 
 // droptailerObjects are the receiver of the logged packets in the shoot's
@@ -21,7 +20,7 @@ import (
 // may find the receiver's endpoints and mint tokens of its own
 // ServiceAccount for the receiver's audience.
 func droptailerObjects(image string) []client.Object {
-	ns, name := constants.ShootNamespace, droplog.ReceiverName
+	ns, name := constants.ShootNamespace, constants.DropReceiverName
 	labels := map[string]string{"app": name}
 	agentSA := rbacv1.Subject{Kind: rbacv1.ServiceAccountKind, Name: constants.AgentServiceAccountName, Namespace: metav1.NamespaceSystem}
 	return []client.Object{
@@ -60,12 +59,12 @@ func droptailerObjects(image string) []client.Object {
 							Name:  "droptailer",
 							Image: image,
 							Args:  []string{"droptailer"},
-							Ports: []corev1.ContainerPort{{Name: droplog.ReceiverPortName, ContainerPort: droplog.ReceiverPort}},
+							Ports: []corev1.ContainerPort{{Name: constants.DropReceiverPortName, ContainerPort: constants.DropReceiverPort}},
 							SecurityContext: &corev1.SecurityContext{
 								AllowPrivilegeEscalation: ptr.To(false), ReadOnlyRootFilesystem: ptr.To(true),
 								Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
 							},
-							ReadinessProbe: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromInt32(droplog.ReceiverPort)}}},
+							ReadinessProbe: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromInt32(constants.DropReceiverPort)}}},
 							Resources: corev1.ResourceRequirements{
 								Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("10m"), corev1.ResourceMemory: resource.MustParse("32Mi")},
 								Limits:   corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("256Mi")},
@@ -79,8 +78,8 @@ func droptailerObjects(image string) []client.Object {
 			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: labels},
 			Spec: corev1.ServiceSpec{
 				Selector: labels,
-				Ports: []corev1.ServicePort{{Name: droplog.ReceiverPortName, Port: droplog.ReceiverPort,
-					TargetPort: intstr.FromString(droplog.ReceiverPortName), Protocol: corev1.ProtocolTCP}},
+				Ports: []corev1.ServicePort{{Name: constants.DropReceiverPortName, Port: constants.DropReceiverPort,
+					TargetPort: intstr.FromString(constants.DropReceiverPortName), Protocol: corev1.ProtocolTCP}},
 			},
 		},
 	}

@@ -15,20 +15,22 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/metal-firewall/gardener-extension-firewall/pkg/constants"
 )
 
 // Names in the shoot.
 const (
 	// Audience is the audience of the tokens the agent sends and the only
 	// one the receiver accepts: the shoot's API rejects such tokens.
-	Audience = "firewall-drop.metal-firewall.io"
+	Audience = constants.DropAudience
 	// ReceiverName is the receiver's Deployment, Service and
 	// ServiceAccount in the shoot's firewall namespace.
-	ReceiverName = "firewall-drop"
+	ReceiverName = constants.DropReceiverName
 	// ReceiverPortName is the Service port the agent sends to.
-	ReceiverPortName = "https"
+	ReceiverPortName = constants.DropReceiverPortName
 	// ReceiverPort is the port the receiver listens on.
-	ReceiverPort = 8443
+	ReceiverPort = constants.DropReceiverPort
 )
 
 // tokenSeconds is how long a token lives (the API's minimum is 10 minutes).
