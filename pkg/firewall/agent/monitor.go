@@ -88,4 +88,7 @@ func (a *Agent) writeMonitor(ctx context.Context, cfg *agentconfigv1alpha1.Confi
 	if err := a.shoot.Monitor(ctx, spec, status, fw != nil || !usesSeed); err != nil {
 		a.Log.Error("writing the FirewallMonitor", "error", err)
 	}
+	if err := a.shoot.MetalStackMonitor(ctx, fw, status); err != nil {
+		a.Log.Error("writing the FirewallMonitor of metal-stack's format", "error", err)
+	}
 }
