@@ -7,6 +7,7 @@ require (
 	github.com/coreos/ignition/v2 v2.26.0
 	github.com/emicklei/go-restful/v3 v3.13.0
 	github.com/envoyproxy/go-control-plane/envoy v1.37.0
+	github.com/florianl/go-nflog/v2 v2.2.0
 	github.com/gardener/gardener v1.150.0
 	github.com/gardener/gardener/pkg/apis v1.150.0
 	github.com/getkin/kin-openapi v0.153.0

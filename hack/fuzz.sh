@@ -16,6 +16,7 @@ targets=(
   ./pkg/firewall/config:FuzzParse
   ./pkg/firewall/fqdn:FuzzMatches
   ./pkg/firewall/dnsproxy:FuzzAnswerAddresses
+  ./pkg/firewall/droplog:FuzzDecode
 )
 for target in "${targets[@]}"; do
   pkg="${target%%:*}" fn="${target##*:}"

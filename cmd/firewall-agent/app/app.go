@@ -82,7 +82,7 @@ re-applies on change; a bad config is logged and the ruleset in force stays.`,
 		"PEM file of the Ed25519 public key agent releases must be signed with (overrides controllers.firewall.selfUpdate.publicKeyFile); without a key the agent does not update itself")
 	cmd.Flags().StringVar(&opts.LastGoodRuleset, "last-good-ruleset", agentconfigv1alpha1.LastGoodRulesetPath, lastGoodUsage+
 		`; also installed at start when the kernel holds no table of the agent. "" turns saving off`)
-	cmd.AddCommand(newRenderCommand(), newWatchdogCommand(), newBootCommand())
+	cmd.AddCommand(newRenderCommand(), newWatchdogCommand(), newBootCommand(), newDroptailerCommand())
 	return cmd
 }
 

@@ -159,6 +159,7 @@ func AddToManager(ctx context.Context, mgr manager.Manager, opts *Options, provi
 		Controller:                controller.Options{MaxConcurrentReconciles: opts.FirewallMaxConcurrentReconciles},
 		Config: firewallcontroller.Config{
 			BootNamespace: opts.BootNamespace, ShootAccessTokenValidity: opts.ShootAccessTokenValidity, ReadyTimeout: opts.FirewallReadyTimeout,
+			DroptailerImage: opts.DroptailerImage,
 		},
 	}); err != nil {
 		return err

@@ -55,6 +55,8 @@ type Options struct {
 	BootNamespace string
 	// ShootAccessTokenValidity is the life of the agent's shoot token.
 	ShootAccessTokenValidity time.Duration
+	// DroptailerImage is the image of the shoot's drop receiver.
+	DroptailerImage string
 	// FirewallReadyTimeout is how long a firewall Extension's reconcile waits for the firewall
 	// to forward with its rules; FirewallMaxConcurrentReconciles how many shoots may wait at once.
 	FirewallReadyTimeout            time.Duration
@@ -101,6 +103,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.CSRMaxDuration, "csr-max-duration", csrapprover.DefaultMaxDuration, "longest certificate validity an agent may ask for; at least the 12h the agent asks for")
 	fs.DurationVar(&o.BootTokenValidity, "boot-token-validity", time.Hour, "life of a firewall's boot token, its first credential (10m to 1h)")
 	fs.DurationVar(&o.ShootAccessTokenValidity, "shoot-access-token-validity", firewallcontroller.DefaultShootAccessTokenValidity, "life of the agent's shoot token, renewed by Gardener's TokenRequestor at 80 %; a control plane migration must reach the agent within what is left of it (10m to 24h)")
+	fs.StringVar(&o.DroptailerImage, "droptailer-image", "", "image holding firewall-agent as its entrypoint, run as the drop receiver (firewall-agent droptailer) in each shoot's firewall namespace; empty: no receiver, drops stay in the firewall's kernel log")
 	fs.StringVar(&o.BootNamespace, "boot-namespace", "", "namespace of the firewalls' boot ServiceAccounts, the extension's own (required; the chart sets its release namespace)")
 	o.ACL.AddFlags(fs)
 	fs.IntVar(&o.WebhookPort, "webhook-port", 9443, "port of the EnvoyFilter webhook")

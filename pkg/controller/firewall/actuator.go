@@ -50,6 +50,10 @@ type Config struct {
 	ReadyTimeout time.Duration
 	// ReadyPollInterval is how often the wait looks; DefaultReadyPollInterval when 0.
 	ReadyPollInterval time.Duration
+	// DroptailerImage holds firewall-agent, whose droptailer receives the
+	// logged packets in the shoot; empty: drops stay in the firewall's
+	// kernel log.
+	DroptailerImage string
 }
 
 // DefaultShootAccessTokenValidity keeps every credential but the agent's own
@@ -106,7 +110,7 @@ func (a *actuator) Reconcile(ctx context.Context, log logr.Logger, ex *extension
 	if err := a.reconcileShootResources(ctx, ex.Namespace); err != nil {
 		return err
 	}
-	agentConfig, err := agentConfig(ex.Namespace, cfg.DNS)
+	agentConfig, err := agentConfig(ex.Namespace, cfg.DNS, dropLogConfig(a.config.DroptailerImage, cfg.LogAcceptedConnections))
 	if err != nil {
 		return err
 	}

@@ -15,10 +15,12 @@ import (
 // bootstrap kubeconfig after a migration. It carries no credential: the
 // bootstrap kubeconfig is a file of its own, minted per firewall by the
 // manager. dns, from the providerConfig, turns on the DNS proxy that
-// enforces the policies' toFQDNs.
-func agentConfig(namespace string, dns *agentconfigv1alpha1.DNS) ([]byte, error) {
+// enforces the policies' toFQDNs. dropLog sends the logged packets to the
+// shoot's receiver.
+func agentConfig(namespace string, dns *agentconfigv1alpha1.DNS, dropLog *agentconfigv1alpha1.DropLog) ([]byte, error) {
 	return yaml.Marshal(&agentconfigv1alpha1.Config{
-		DNS: dns,
+		DNS:     dns,
+		DropLog: dropLog,
 		Sources: agentconfigv1alpha1.Sources{
 			Seed: &agentconfigv1alpha1.SeedSource{
 				BootstrapKubeconfig: agentconfigv1alpha1.BootstrapKubeconfigPath,
@@ -38,4 +40,14 @@ func agentConfig(namespace string, dns *agentconfigv1alpha1.DNS) ([]byte, error)
 			Monitor:  &agentconfigv1alpha1.Controller{Source: agentconfigv1alpha1.SourceShoot},
 		},
 	})
+}
+
+// dropLogConfig is the agent's dropLog section: on (with the defaults) when
+// the operator deployed the receiver, with new accepted connections when
+// the providerConfig asks for them.
+func dropLogConfig(droptailerImage string, logAccepted bool) *agentconfigv1alpha1.DropLog {
+	if droptailerImage == "" {
+		return nil
+	}
+	return &agentconfigv1alpha1.DropLog{LogAcceptedConnections: logAccepted}
 }

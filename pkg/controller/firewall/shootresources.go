@@ -21,8 +21,9 @@ import (
 
 // ShootObjects are the objects of the shoot ManagedResource. The CRDs and
 // the namespace are kept when the ManagedResource goes, so that the shoot
-// owner's policies outlive disabling and re-enabling the extension.
-func ShootObjects() ([]client.Object, error) {
+// owner's policies outlive disabling and re-enabling the extension. With a
+// droptailerImage, the receiver of the logged packets comes along.
+func ShootObjects(droptailerImage string) ([]client.Object, error) {
 	keep := map[string]string{resourcesv1alpha1.KeepObject: "true"}
 	var objects []client.Object
 	docs, err := crds.Shoot()
@@ -56,6 +57,8 @@ func ShootObjects() ([]client.Object, error) {
 				{APIGroups: []string{constants.MetalStackPolicyGroup}, Resources: []string{"clusterwidenetworkpolicies"}, Verbs: []string{"list", "watch"}},
 				{APIGroups: []string{constants.MetalStackPolicyGroup}, Resources: []string{"clusterwidenetworkpolicies/status"}, Verbs: []string{"patch"}},
 				{APIGroups: []string{constants.MetalStackMonitorGroup}, Resources: []string{"firewallmonitors"}, Verbs: []string{"get", "create", "patch"}},
+				// The drop receiver's address.
+				agentEndpointSliceRule,
 			},
 		},
 		&rbacv1.RoleBinding{
@@ -74,12 +77,15 @@ func ShootObjects() ([]client.Object, error) {
 			Subjects:   []rbacv1.Subject{agent},
 		},
 	)
+	if droptailerImage != "" {
+		objects = append(objects, droptailerObjects(droptailerImage)...)
+	}
 	return objects, nil
 }
 
 // shootResources serializes ShootObjects for the ManagedResource's secret.
-func shootResources() (map[string][]byte, error) {
-	objects, err := ShootObjects()
+func shootResources(droptailerImage string) (map[string][]byte, error) {
+	objects, err := ShootObjects(droptailerImage)
 	if err != nil {
 		return nil, err
 	}
@@ -89,7 +95,7 @@ func shootResources() (map[string][]byte, error) {
 
 // reconcileShootResources writes the shoot ManagedResource.
 func (a *actuator) reconcileShootResources(ctx context.Context, namespace string) error {
-	data, err := shootResources()
+	data, err := shootResources(a.config.DroptailerImage)
 	if err != nil {
 		return err
 	}

@@ -80,6 +80,10 @@ type Agent struct {
 	// saved for the boot step (see Boot), and where Run finds the ruleset
 	// to install when it starts and the kernel holds no table of its own.
 	LastGoodPath string
+	// NFLogNetNS, if set, is the network namespace whose logged packets
+	// the drop log reads (tests, where the Applier programs another
+	// namespace); the agent's own otherwise.
+	NFLogNetNS string
 
 	// in is what the agent last read from the seed and the shoot.
 	in Inputs
@@ -194,6 +198,9 @@ func (a *Agent) Run(ctx context.Context) error {
 	src, err := a.sources(cfg)
 	if err != nil {
 		return err
+	}
+	if cfg.DropLog != nil {
+		a.startDropLog(ctx, cfg)
 	}
 	a.firstBoot = a.startTable()
 	var sourceTick <-chan time.Time

@@ -84,7 +84,7 @@ func desired(build buildFunc, cfg *agentconfigv1alpha1.Config, in Inputs, dns *a
 	if err != nil {
 		return nil, err
 	}
-	return withDNS(rs, dns), nil
+	return withDropLog(withDNS(rs, dns), cfg.DropLog), nil
 }
 
 // withInterfaces returns the spec with every network ID replaced by the

@@ -54,6 +54,7 @@ type Metrics struct {
 	sourceLastSuccess *prometheus.GaugeVec
 	dns               *dnsMetrics
 	selfUpdate        *prometheus.GaugeVec
+	dropLog           *DropLogMetrics
 
 	// now is the clock, replaced in tests.
 	now func() time.Time
@@ -110,6 +111,7 @@ func New(version string, counters CounterReader, log *slog.Logger) *Metrics {
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m.dns = newDNSMetrics(m.registry)
 	m.selfUpdate = newSelfUpdateState(m.registry)
+	m.dropLog = newDropLogMetrics(m.registry)
 	for _, r := range []string{ResultChanged, ResultUnchanged, ResultError} {
 		m.applies.WithLabelValues(r)
 	}

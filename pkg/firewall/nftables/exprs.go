@@ -49,6 +49,15 @@ func exprs(r *ruleset.Rule, sets map[string]*nftables.Set) ([]expr.Any, error) {
 	if r.LimitOverMiBps > 0 {
 		out = append(out, &expr.Limit{Type: expr.LimitTypePktBytes, Rate: uint64(r.LimitOverMiBps) << 20, Over: true, Unit: expr.LimitTimeSecond})
 	}
+	if r.CtNew {
+		out = append(out,
+			&expr.Ct{Register: reg1, Key: expr.CtKeySTATE},
+			&expr.Bitwise{SourceRegister: reg1, DestRegister: reg1, Len: 4,
+				Mask: binaryutil.NativeEndian.PutUint32(expr.CtStateBitNEW),
+				Xor:  binaryutil.NativeEndian.PutUint32(0)},
+			&expr.Cmp{Op: expr.CmpOpNeq, Register: reg1, Data: binaryutil.NativeEndian.PutUint32(0)},
+		)
+	}
 	if r.CtEstablishedRelated {
 		out = append(out,
 			&expr.Ct{Register: reg1, Key: expr.CtKeySTATE},
@@ -158,7 +167,12 @@ func exprs(r *ruleset.Rule, sets map[string]*nftables.Set) ([]expr.Any, error) {
 		out = append(out, &expr.Counter{})
 	}
 	if r.LogPrefix != "" {
-		out = append(out, &expr.Log{Key: 1 << unix.NFTA_LOG_PREFIX, Data: []byte(r.LogPrefix)})
+		l := &expr.Log{Key: 1 << unix.NFTA_LOG_PREFIX, Data: []byte(r.LogPrefix)}
+		if r.LogGroup != 0 {
+			l.Key |= 1 << unix.NFTA_LOG_GROUP
+			l.Group = r.LogGroup
+		}
+		out = append(out, l)
 	}
 	switch r.Verdict {
 	case ruleset.Continue:

@@ -137,6 +137,8 @@ type Rule struct {
 	LimitOverMiBps uint32
 	// CtEstablishedRelated matches ct state established,related.
 	CtEstablishedRelated bool
+	// CtNew matches ct state new: the first packet of a connection.
+	CtNew bool
 	// L4Proto, if set, matches the layer 4 protocol and DPort, if set, the
 	// destination port.
 	L4Proto uint8
@@ -167,8 +169,11 @@ type Rule struct {
 	// LogPrefix; such a rule has no verdict.
 	LogLimitPerSecond uint32
 	LogPrefix         string
-	Counter           bool
-	Verdict           Verdict
+	// LogGroup, if set, sends the logged packets to this NFLOG group
+	// instead of the kernel log.
+	LogGroup uint16
+	Counter  bool
+	Verdict  Verdict
 	// SNATTo is the address to source-NAT to (Verdict NAT); Masquerade when empty.
 	SNATTo string
 	// JumpTo is the chain of Verdict Jump.

@@ -127,6 +127,9 @@ func RuleText(r *Rule) string {
 	if r.CtEstablishedRelated {
 		parts = append(parts, "ct state established,related")
 	}
+	if r.CtNew {
+		parts = append(parts, "ct state new")
+	}
 	if r.L4Proto != 0 {
 		parts = append(parts, "meta l4proto "+protocolName(r.L4Proto))
 	}
@@ -170,6 +173,9 @@ func RuleText(r *Rule) string {
 	}
 	if r.LogPrefix != "" {
 		parts = append(parts, fmt.Sprintf("log prefix %q", r.LogPrefix))
+		if r.LogGroup != 0 {
+			parts = append(parts, fmt.Sprintf("group %d", r.LogGroup))
+		}
 	}
 	switch r.Verdict {
 	case Accept:

@@ -68,7 +68,7 @@ func startShoot(ctx SpecContext, crdPaths ...string) (client.Client, []byte) {
 	admin, err := client.New(cp.Config, client.Options{Scheme: shootScheme})
 	Expect(err).NotTo(HaveOccurred())
 
-	objects, err := firewallcontroller.ShootObjects()
+	objects, err := firewallcontroller.ShootObjects(droptailerImage)
 	Expect(err).NotTo(HaveOccurred())
 	for _, obj := range objects {
 		Expect(admin.Create(ctx, obj)).To(Succeed())

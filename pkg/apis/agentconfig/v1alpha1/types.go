@@ -29,6 +29,9 @@ type Config struct {
 	Networks []Network `json:"networks,omitempty"`
 	// DNS turns on the DNS proxy that enforces the policies' toFQDNs.
 	DNS *DNS `json:"dns,omitempty"`
+	// DropLog ships dropped packets to the shoot; off when unset (the kernel
+	// log then has at most 10 drops per second).
+	DropLog *DropLog `json:"dropLog,omitempty"`
 }
 
 // Network is one metal network the machine is attached to.

@@ -62,6 +62,12 @@ type FirewallExtensionConfig struct {
 	// config, so a change rolls the firewall.
 	// +optional
 	DNS *DNSProxy `json:"dns,omitempty"`
+	// LogAcceptedConnections also sends the first packet of every connection
+	// the firewall accepts to the shoot's drop receiver (namespace firewall),
+	// beside the drops, which are always sent. It goes into the agent's
+	// config, so a change rolls the firewall.
+	// +optional
+	LogAcceptedConnections bool `json:"logAcceptedConnections,omitempty"`
 	// Hibernation says what becomes of the firewall while the shoot
 	// hibernates: release (default) or keep.
 	// +optional
