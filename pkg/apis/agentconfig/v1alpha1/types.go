@@ -29,6 +29,9 @@ type Config struct {
 	Networks []Network `json:"networks,omitempty"`
 	// DNS turns on the DNS proxy that enforces the policies' toFQDNs.
 	DNS *DNS `json:"dns,omitempty"`
+	// Metrics serves the agent's metrics on its internal address, for the
+	// shoot's Prometheus.
+	Metrics *Metrics `json:"metrics,omitempty"`
 }
 
 // Network is one metal network the machine is attached to.

@@ -37,6 +37,7 @@ func Validate(cfg *agentconfigv1alpha1.Config, dir string) field.ErrorList {
 	allErrs = append(allErrs, validateNetworks(cfg.Networks)...)
 	allErrs = append(allErrs, validateControllers(cfg)...)
 	allErrs = append(allErrs, validation.ValidateDNSProxy(cfg.DNS, field.NewPath("dns"))...)
+	allErrs = append(allErrs, validateMetrics(cfg)...)
 	return fielderrors.Bound(allErrs, field.NewPath("config"))
 }
 
