@@ -58,7 +58,8 @@ func desired(build buildFunc, cfg *agentconfigv1alpha1.Config, in Inputs, dns *a
 			return nil, fmt.Errorf("controllers.firewall.source %q: not implemented in this build", c.Source)
 		}
 	}
-	fw, err := withInterfaces(fw, withMetalNetworks(cfg, in.Metal))
+	networks := withMetalNetworks(cfg, in.Metal)
+	fw, err := withInterfaces(fw, networks)
 	if err != nil {
 		return nil, err
 	}
@@ -84,7 +85,7 @@ func desired(build buildFunc, cfg *agentconfigv1alpha1.Config, in Inputs, dns *a
 	if err != nil {
 		return nil, err
 	}
-	return withDNS(rs, dns), nil
+	return withMetricsGuard(withDNS(rs, dns), networks), nil
 }
 
 // withInterfaces returns the spec with every network ID replaced by the
