@@ -65,7 +65,8 @@ func (a *Agent) serveInternalMetrics(ctx context.Context, cfg *agentconfigv1alph
 	if err != nil {
 		a.Log.Error("not serving metrics on the internal address", "error", err)
 	}
-	if err := a.internalMetrics.ensure(ctx, addr); err != nil {
+	iface, _ := metricsInterface(withMetalNetworks(cfg, a.in.Metal))
+	if err := a.internalMetrics.ensure(ctx, addr, iface); err != nil {
 		a.Log.Error("cannot listen for metrics on the internal address; trying again later", "address", addr.String(), "error", err)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"syscall"
 	"time"
 )
 
@@ -17,27 +18,38 @@ type metricsServer struct {
 	log     *slog.Logger
 
 	addr   netip.AddrPort
+	device string
 	server *http.Server
 }
 
-// ensure serves on addr, closing the listener on another address first; an
-// invalid addr closes it.
-func (s *metricsServer) ensure(ctx context.Context, addr netip.AddrPort) error {
-	if s.server != nil && s.addr == addr {
+// ensure serves on addr, bound to device, closing the listener on another
+// address first; an invalid addr closes it. The socket is bound to the
+// internal interface too (SO_BINDTODEVICE), so that even without the
+// table's guard a packet from another interface finds no listener; bound
+// to a VRF device, it also takes the VRF's traffic.
+func (s *metricsServer) ensure(ctx context.Context, addr netip.AddrPort, device string) error {
+	if s.server != nil && s.addr == addr && s.device == device {
 		return nil
 	}
 	s.close()
 	if !addr.IsValid() {
 		return nil
 	}
-	l, err := (&net.ListenConfig{}).Listen(ctx, "tcp", addr.String())
+	lc := &net.ListenConfig{Control: func(_, _ string, c syscall.RawConn) error {
+		var bindErr error
+		if err := c.Control(func(fd uintptr) { bindErr = syscall.BindToDevice(int(fd), device) }); err != nil {
+			return err
+		}
+		return bindErr
+	}}
+	l, err := lc.Listen(ctx, "tcp", addr.String())
 	if err != nil {
 		return err
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", s.handler)
 	server := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-	s.addr, s.server = addr, server
+	s.addr, s.device, s.server = addr, device, server
 	s.log.Info("serving metrics to the shoot", "address", addr.String(), "path", "/metrics")
 	go func() {
 		if err := server.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {
