@@ -106,7 +106,7 @@ func (a *actuator) Reconcile(ctx context.Context, log logr.Logger, ex *extension
 	if err := a.reconcileShootResources(ctx, ex.Namespace); err != nil {
 		return err
 	}
-	agentConfig, err := agentConfig(ex.Namespace, cfg.DNS)
+	agentConfig, err := agentConfig(ex.Namespace, cfg.DNS, cfg.Metrics)
 	if err != nil {
 		return err
 	}

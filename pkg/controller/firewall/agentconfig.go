@@ -15,10 +15,11 @@ import (
 // bootstrap kubeconfig after a migration. It carries no credential: the
 // bootstrap kubeconfig is a file of its own, minted per firewall by the
 // manager. dns, from the providerConfig, turns on the DNS proxy that
-// enforces the policies' toFQDNs.
-func agentConfig(namespace string, dns *agentconfigv1alpha1.DNS) ([]byte, error) {
+// enforces the policies' toFQDNs; metrics serves the metrics to the shoot.
+func agentConfig(namespace string, dns *agentconfigv1alpha1.DNS, metrics *agentconfigv1alpha1.Metrics) ([]byte, error) {
 	return yaml.Marshal(&agentconfigv1alpha1.Config{
-		DNS: dns,
+		DNS:     dns,
+		Metrics: metrics,
 		Sources: agentconfigv1alpha1.Sources{
 			Seed: &agentconfigv1alpha1.SeedSource{
 				BootstrapKubeconfig: agentconfigv1alpha1.BootstrapKubeconfigPath,

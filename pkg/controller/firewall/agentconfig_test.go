@@ -16,7 +16,7 @@ var _ = Describe("agentConfig", func() {
 	// The extension writes the agent's config; the agent must accept it, or a
 	// new firewall would boot into an agent that refuses to start.
 	It("is accepted by the agent's own loader", func() {
-		raw, err := agentConfig("shoot--p--s", nil)
+		raw, err := agentConfig("shoot--p--s", nil, nil)
 		Expect(err).NotTo(HaveOccurred())
 		cfg, err := config.Parse(raw)
 		Expect(err).NotTo(HaveOccurred(), "the agent refuses the extension's config:\n%s", raw)
@@ -39,10 +39,19 @@ var _ = Describe("agentConfig", func() {
 
 	It("carries the providerConfig's DNS proxy settings, which the agent accepts", func() {
 		dns := &agentconfigv1alpha1.DNS{Upstreams: []string{"10.0.0.53", "2001:db8::53"}, MinTTL: &metav1.Duration{Duration: 30 * time.Second}, MaxSelectors: 500}
-		raw, err := agentConfig("shoot--p--s", dns)
+		raw, err := agentConfig("shoot--p--s", dns, nil)
 		Expect(err).NotTo(HaveOccurred())
 		cfg, err := config.Parse(raw)
 		Expect(err).NotTo(HaveOccurred(), "the agent refuses the extension's config:\n%s", raw)
 		Expect(cfg.DNS).To(Equal(dns))
+	})
+
+	It("carries the providerConfig's metrics, which the agent accepts", func() {
+		metrics := &agentconfigv1alpha1.Metrics{InternalNetwork: "tenant-1", Port: 9100}
+		raw, err := agentConfig("shoot--p--s", nil, metrics)
+		Expect(err).NotTo(HaveOccurred())
+		cfg, err := config.Parse(raw)
+		Expect(err).NotTo(HaveOccurred(), "the agent refuses the extension's config:\n%s", raw)
+		Expect(cfg.Metrics).To(Equal(metrics))
 	})
 })

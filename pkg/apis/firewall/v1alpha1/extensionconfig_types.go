@@ -53,6 +53,11 @@ type FirewallExtensionConfig struct {
 	// config, so a change rolls the firewall.
 	// +optional
 	DNS *DNSProxy `json:"dns,omitempty"`
+	// Metrics serves the agent's metrics to the shoot's Prometheus on the
+	// firewall's address in internalNetwork, one of networks. It goes into
+	// the agent's config, so a change rolls the firewall.
+	// +optional
+	Metrics *AgentMetrics `json:"metrics,omitempty"`
 	// Hibernation says what becomes of the firewall while the shoot
 	// hibernates: release (default) or keep.
 	// +optional
