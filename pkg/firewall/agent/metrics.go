@@ -61,12 +61,13 @@ func (a *Agent) serveInternalMetrics(ctx context.Context, cfg *agentconfigv1alph
 	if a.internalMetrics == nil {
 		a.internalMetrics = &metricsServer{handler: a.Metrics.Handler(), log: a.Log}
 	}
-	addr, err := metricsAddress(withMetalNetworks(cfg, a.in.Metal), netdev.Addresses)
+	networks := withMetalNetworks(cfg, a.in.Metal)
+	addr, err := metricsAddress(networks, netdev.Addresses)
 	if err != nil {
-		a.Log.Error("not serving metrics on the internal address", "error", err)
+		a.internalMetrics.logOnce("not serving metrics on the internal address", err)
 	}
-	iface, _ := metricsInterface(withMetalNetworks(cfg, a.in.Metal))
+	iface, _ := metricsInterface(networks)
 	if err := a.internalMetrics.ensure(ctx, addr, iface); err != nil {
-		a.Log.Error("cannot listen for metrics on the internal address; trying again later", "address", addr.String(), "error", err)
+		a.internalMetrics.logOnce("cannot listen for metrics on the internal address; trying again later", err)
 	}
 }

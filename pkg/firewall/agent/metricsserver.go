@@ -20,6 +20,17 @@ type metricsServer struct {
 	addr   netip.AddrPort
 	device string
 	server *http.Server
+	// logged is the last problem logged, which is not logged again at
+	// every source read.
+	logged string
+}
+
+// logOnce logs a problem unless it is the one logged last.
+func (s *metricsServer) logOnce(msg string, err error) {
+	if text := msg + err.Error(); text != s.logged {
+		s.logged = text
+		s.log.Error(msg, "error", err)
+	}
 }
 
 // ensure serves on addr, bound to device, closing the listener on another
@@ -49,7 +60,7 @@ func (s *metricsServer) ensure(ctx context.Context, addr netip.AddrPort, device 
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", s.handler)
 	server := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-	s.addr, s.device, s.server = addr, device, server
+	s.addr, s.device, s.server, s.logged = addr, device, server, ""
 	s.log.Info("serving metrics to the shoot", "address", addr.String(), "path", "/metrics")
 	go func() {
 		if err := server.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {

@@ -101,6 +101,10 @@ func (a *Agent) writeMonitor(ctx context.Context, cfg *agentconfigv1alpha1.Confi
 		a.Log.Error("writing the FirewallMonitor", "error", err)
 		return
 	}
+	if cfg.Metrics == nil {
+		// Turning the metrics off rolls the firewall: its slice goes with its monitor.
+		return
+	}
 	if err := a.shoot.PublishMetrics(ctx, metricsAddr); err != nil {
 		a.Log.Error("publishing the metrics address in the shoot", "error", err)
 	}
