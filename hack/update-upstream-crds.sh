@@ -36,6 +36,21 @@ rm -f "$out"/shoot/*.yaml
   sed 's/^/# /; s/ $//' "$fc_dir/LICENSE"
   cat "$fc_dir/config/crd/bases/metal-stack.io_clusterwidenetworkpolicies.yaml"
 } > "$out/shoot/crd-metal-stack.io_clusterwidenetworkpolicies.yaml"
+# firewall-controller-manager's FirewallMonitor CRD (firewall.metal-stack.io/v2),
+# the version firewall-controller v2.5.0 requires: the agent keeps one current in
+# shoots that hold it.
+fcm_module=github.com/metal-stack/firewall-controller-manager
+fcm_version=v0.6.1
+fcm_dir="$(go mod download -json "$fcm_module@$fcm_version" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')"
+[ -n "$fcm_dir" ] || { echo "update-upstream-crds: $fcm_module@$fcm_version could not be downloaded" >&2; exit 1; }
+{
+  echo "# Copied by hack/update-upstream-crds.sh from $fcm_module@$fcm_version,"
+  echo "# config/crds/firewall.metal-stack.io_firewallmonitors.yaml. Do not edit."
+  echo "# Its license:"
+  echo "#"
+  sed 's/^/# /; s/ $//' "$fcm_dir/LICENSE"
+  cat "$fcm_dir/config/crds/firewall.metal-stack.io_firewallmonitors.yaml"
+} > "$out/shoot/crd-firewall.metal-stack.io_firewallmonitors.yaml"
 # Its own example policies (not a CRD: kept out of the directory tests install).
 mkdir -p "$out/examples"
 {

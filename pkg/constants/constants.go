@@ -57,6 +57,10 @@ const (
 	// controller, whose ClusterwideNetworkPolicies (version v1) the agent
 	// enforces too.
 	MetalStackPolicyGroup = "metal-stack.io"
+	// MetalStackMonitorGroup is the API group of metal-stack's
+	// firewall-controller-manager, whose FirewallMonitor (version v2) the
+	// agent keeps current in shoots that hold that kind.
+	MetalStackMonitorGroup = "firewall.metal-stack.io"
 	// AgentCSRClusterRoleName is the seed ClusterRole that lets an agent request
 	// its client certificate.
 	AgentCSRClusterRoleName = "gardener-extension-firewall:agent-csr"

@@ -60,6 +60,7 @@ func ShootObjects() ([]client.Object, error) {
 				// are enforced as they are, and told their state in their format.
 				{APIGroups: []string{constants.MetalStackPolicyGroup}, Resources: []string{"clusterwidenetworkpolicies"}, Verbs: []string{"list", "watch"}},
 				{APIGroups: []string{constants.MetalStackPolicyGroup}, Resources: []string{"clusterwidenetworkpolicies/status"}, Verbs: []string{"patch"}},
+				{APIGroups: []string{constants.MetalStackMonitorGroup}, Resources: []string{"firewallmonitors"}, Verbs: []string{"get", "create", "patch"}},
 			},
 		},
 		metricsService(),

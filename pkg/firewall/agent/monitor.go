@@ -108,4 +108,7 @@ func (a *Agent) writeMonitor(ctx context.Context, cfg *agentconfigv1alpha1.Confi
 	if err := a.shoot.PublishMetrics(ctx, metricsAddr); err != nil {
 		a.Log.Error("publishing the metrics address in the shoot", "error", err)
 	}
+	if err := a.shoot.MetalStackMonitor(ctx, fw, status); err != nil {
+		a.Log.Error("writing the FirewallMonitor of metal-stack's format", "error", err)
+	}
 }

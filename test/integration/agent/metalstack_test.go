@@ -26,6 +26,7 @@ import (
 	fwv1alpha1 "github.com/metal-firewall/gardener-extension-firewall/pkg/apis/firewall/v1alpha1"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/firewall/agent"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/firewall/nftables"
+	"github.com/metal-firewall/gardener-extension-firewall/pkg/firewall/shootsource"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/utils/netns"
 	"github.com/metal-firewall/gardener-extension-firewall/test/roottest"
 	"github.com/metal-firewall/gardener-extension-firewall/test/testenv"
@@ -147,6 +148,16 @@ var _ = Describe("firewall agent with metal-stack.io/v1 policies in the shoot", 
 		mine.Object["spec"] = map[string]any{}
 		Expect(asAgent.Update(ctx, mine)).To(Satisfy(apierrors.IsForbidden), "nor changes one")
 
+		By("a FirewallMonitor of firewall-controller-manager's format for this firewall, as it wrote one")
+		fcmMonitor := &unstructured.Unstructured{}
+		fcmMonitor.SetGroupVersionKind(shootsource.MetalStackMonitorGVK)
+		fcmMonitor.SetName("fw-0")
+		fcmMonitor.SetNamespace("firewall")
+		fcmMonitor.Object["size"], fcmMonitor.Object["image"], fcmMonitor.Object["partition"], fcmMonitor.Object["project"] = "c1-xlarge-x86", "firewall-ubuntu-3.0", "p1", "proj"
+		fcmMonitor.Object["networks"] = []any{"internet"}
+		fcmMonitor.Object["conditions"] = []any{}
+		Expect(admin.Create(ctx, fcmMonitor)).To(Succeed())
+
 		dir := GinkgoT().TempDir()
 		kubeconfigPath := filepath.Join(dir, "shoot.kubeconfig")
 		Expect(os.WriteFile(kubeconfigPath, kubeconfig, 0o600)).To(Succeed())
@@ -161,6 +172,18 @@ var _ = Describe("firewall agent with metal-stack.io/v1 policies in the shoot", 
 
 		By("reporting it deployed, in firewall-controller's status format")
 		Eventually(status(sample)).WithTimeout(30 * time.Second).Should(Equal(map[string]any{"state": "deployed"}))
+
+		By("the agent keeps that FirewallMonitor current in its format: version, heartbeat, rule counters, the machine left as it was")
+		Eventually(func(g Gomega) {
+			got := fcmMonitor.DeepCopy()
+			g.Expect(admin.Get(ctx, client.ObjectKeyFromObject(fcmMonitor), got)).To(Succeed())
+			g.Expect(got.Object).To(HaveKeyWithValue("image", "firewall-ubuntu-3.0"))
+			g.Expect(got.Object).To(HaveKeyWithValue("controllerStatus", And(
+				HaveKeyWithValue("controllerVersion", "v-metal-stack-test"),
+				HaveKeyWithValue("lastRun", Not(BeEmpty())),
+				HaveKeyWithValue("stats", HaveKeyWithValue("rules", HaveKeyWithValue("counted", HaveKey("drop")))),
+			)))
+		}).WithTimeout(30 * time.Second).Should(Succeed())
 
 		By("enforcing it on real packets: its CIDRs, its except, its ports and protocols")
 		Expect(expectAllowed(t.node, "1.1.2.2", 53)).To(Equal(nodeV4))

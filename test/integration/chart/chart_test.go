@@ -147,6 +147,37 @@ func reportRulesInForce(ctx SpecContext, namespace string, ex *extensionsv1alpha
 	}
 }
 
+// explainFirewalls says, when a wait fails, what the extension and the
+// manager last reported: a failure in CI leaves nothing else to read.
+func explainFirewalls(ctx SpecContext, namespace string, ex *extensionsv1alpha1.Extension) string {
+	msg := "extension: " + lastOperation(ctx, ex)()
+	if op := ex.Status.LastOperation; op != nil {
+		msg += " (" + op.Description + ")"
+	}
+	for _, fw := range firewalls(ctx, namespace) {
+		msg += fmt.Sprintf("; Firewall %s generation %d created %s annotations %v", fw.Name, fw.Generation, fw.CreationTimestamp, fw.Annotations)
+		if m := fw.Status.MachineStatus; m != nil {
+			msg += fmt.Sprintf(", machine %s", m.MachineID)
+		}
+		for _, c := range fw.Status.Conditions {
+			msg += fmt.Sprintf(", %s=%s (%s)", c.Type, c.Status, c.Message)
+		}
+	}
+	secrets := &corev1.SecretList{}
+	if err := admin.List(ctx, secrets, client.InNamespace(constants.ShootNamespace)); err == nil {
+		for _, s := range secrets.Items {
+			msg += "; shoot Secret " + s.Name
+		}
+	}
+	events := &corev1.EventList{}
+	if err := admin.List(ctx, events, client.InNamespace(namespace)); err == nil {
+		for _, e := range events.Items {
+			msg += fmt.Sprintf("; event %s %s: %s", e.InvolvedObject.Name, e.Reason, e.Message)
+		}
+	}
+	return msg
+}
+
 func firewalls(ctx SpecContext, namespace string) []firewallv1alpha1.Firewall {
 	list := &firewallv1alpha1.FirewallList{}
 	Expect(admin.List(ctx, list, client.InNamespace(namespace))).To(Succeed())
@@ -344,12 +375,16 @@ var _ = Describe("The extension under the chart's RBAC", func() {
 		delivered := &corev1.Secret{}
 		Eventually(func() error {
 			return admin.Get(ctx, client.ObjectKey{Namespace: constants.ShootNamespace, Name: firewallv1alpha1.DeliveredBootstrapSecretName(fw.Name)}, delivered)
-		}).Should(Succeed(), "the new bootstrap kubeconfig is delivered through the shoot (read from the seed's gardener Secret)")
+		}).Should(Succeed(), func() string {
+			return "the new bootstrap kubeconfig is delivered through the shoot (read from the seed's gardener Secret); " + explainFirewalls(ctx, namespace, ex)
+		})
 		envelope := seal.Envelope{}
 		Expect(json.Unmarshal(delivered.Data[firewallv1alpha1.DeliveredBootstrapKey], &envelope)).To(Succeed(), "sealed to the agent's key the approver pinned")
 		Expect(envelope.Version).To(Equal(seal.Version))
 		Expect(string(delivered.Data[firewallv1alpha1.DeliveredBootstrapKey])).NotTo(ContainSubstring("token"))
-		Eventually(reportRulesInForce(ctx, namespace, ex)).Should(MatchRegexp(`^(Restore|Reconcile) Succeeded$`), "once the agent reports its rules in force")
+		Eventually(reportRulesInForce(ctx, namespace, ex)).Should(MatchRegexp(`^(Restore|Reconcile) Succeeded$`), func() string {
+			return "once the agent reports its rules in force; " + explainFirewalls(ctx, namespace, ex)
+		})
 
 		By("deleting")
 		Expect(admin.Delete(ctx, ex)).To(Succeed())

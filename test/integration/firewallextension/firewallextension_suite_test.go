@@ -73,7 +73,9 @@ const readyTimeout = 20 * time.Second
 // manager with bootstrap credentials for this seed.
 func startSeed(name string) *seedEnv {
 	// With the shoot's CRDs: a seed stands in for a shoot of the other (roll requests).
-	cp, err := testenv.Start(testenv.Options{Name: name, CRDDirectoryPaths: append(testenv.SeedCRDPaths(), testenv.ShootCRDPaths()...)})
+	// With metal-stack's too: roll requests on their FirewallMonitor.
+	crds := append(append(testenv.SeedCRDPaths(), testenv.ShootCRDPaths()...), testenv.MetalStackShootCRDPaths()...)
+	cp, err := testenv.Start(testenv.Options{Name: name, CRDDirectoryPaths: crds})
 	Expect(err).NotTo(HaveOccurred())
 	DeferCleanup(func() { Expect(cp.Stop()).To(Succeed()) })
 

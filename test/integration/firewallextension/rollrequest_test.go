@@ -9,10 +9,12 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	firewallv1alpha1 "github.com/metal-firewall/gardener-extension-firewall/pkg/apis/firewall/v1alpha1"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/controller/manager/rollrequest"
+	"github.com/metal-firewall/gardener-extension-firewall/pkg/firewall/shootsource"
 	"github.com/metal-firewall/gardener-extension-firewall/test/testenv"
 )
 
@@ -72,5 +74,28 @@ var _ = Describe("A roll requested from the shoot", func() {
 		Expect(stale.Annotations).To(HaveKey(firewallv1alpha1.AnnotationRollSet), "left alone")
 		Expect(shoot.Delete(ctx, stale)).To(Succeed())
 		Expect(shoot.Delete(ctx, monitor)).To(Or(Succeed(), Satisfy(apierrors.IsNotFound)))
+
+		By("a shoot moved from metal-stack: the owner annotates firewall-controller-manager's FirewallMonitor as before")
+		current := firewalls(ctx, seedA, namespace)[0]
+		theirs := &unstructured.Unstructured{}
+		theirs.SetGroupVersionKind(shootsource.MetalStackMonitorGVK)
+		theirs.SetName(current.Name)
+		theirs.SetNamespace(firewallv1alpha1.FirewallMonitorNamespace)
+		theirs.Object["size"], theirs.Object["image"], theirs.Object["partition"], theirs.Object["project"] = "s", "i", "p", "p"
+		theirs.Object["networks"], theirs.Object["conditions"] = []any{"internet"}, []any{}
+		Expect(shoot.Create(ctx, theirs)).To(Succeed())
+		patch = client.MergeFrom(theirs.DeepCopy())
+		theirs.SetAnnotations(map[string]string{"firewall.metal-stack.io/roll-set": "true"})
+		Expect(shoot.Patch(ctx, theirs, patch, client.FieldOwner("kubectl-annotate"))).To(Succeed())
+		Eventually(func() int64 { return deploymentOf(ctx, seedA, namespace).Status.ObservedRevision }).Should(Equal(int64(3)))
+		Eventually(func(g Gomega) {
+			g.Expect(shoot.Get(ctx, client.ObjectKeyFromObject(theirs), theirs)).To(Succeed())
+			g.Expect(theirs.GetAnnotations()).NotTo(HaveKey("firewall.metal-stack.io/roll-set"), "acknowledged: it rolls once")
+		}).Should(Succeed())
+		Eventually(func() []string { return eventReasons(ctx, seedA, namespace, "FirewallDeployment", "firewall") }).Should(ContainElement(
+			ContainSubstring(`FirewallMonitor.firewall.metal-stack.io firewall/"` + current.Name + `" (annotation set by "kubectl-annotate"`)))
+		Consistently(func() int64 { return deploymentOf(ctx, seedA, namespace).Status.ObservedRevision }).
+			WithTimeout(3 * time.Second).Should(Equal(int64(3)))
+		Expect(shoot.Delete(ctx, theirs)).To(Succeed())
 	})
 })

@@ -16,6 +16,9 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -26,6 +29,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	firewallv1alpha1 "github.com/metal-firewall/gardener-extension-firewall/pkg/apis/firewall/v1alpha1"
+	"github.com/metal-firewall/gardener-extension-firewall/pkg/constants"
 )
 
 // ReasonRollRequested is the reason of the FirewallDeployment's Event.
@@ -79,8 +83,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		log.FromContext(ctx).V(1).Info("Cannot ask the shoot for roll requests", "error", err.Error())
 		return next, nil
 	}
-	monitors := &firewallv1alpha1.FirewallMonitorList{}
-	if err := shoot.List(ctx, monitors, client.InNamespace(firewallv1alpha1.FirewallMonitorNamespace)); err != nil {
+	monitors, err := listMonitors(ctx, shoot)
+	if err != nil {
 		log.FromContext(ctx).V(1).Info("Cannot list the shoot's FirewallMonitors", "error", err.Error())
 		return next, nil
 	}
@@ -94,11 +98,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	for _, fw := range fws.Items {
 		ours[fw.Name] = true
 	}
-	var requests []*firewallv1alpha1.FirewallMonitor
-	for i := range monitors.Items {
-		m := &monitors.Items[i]
-		value, ok := m.Annotations[firewallv1alpha1.AnnotationRollSet]
-		if !ok || !ours[m.Name] {
+	var requests []client.Object
+	for _, m := range monitors {
+		value, ok := m.GetAnnotations()[rollSetKey(m)]
+		if !ok || !ours[m.GetName()] {
 			continue
 		}
 		if yes, _ := strconv.ParseBool(value); !yes {
@@ -113,17 +116,17 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if len(requests) == 0 {
 		return next, nil
 	}
-	sort.Slice(requests, func(i, j int) bool { return requests[i].Name < requests[j].Name })
+	sort.Slice(requests, func(i, j int) bool { return requests[i].GetName() < requests[j].GetName() })
 	return next, r.roll(ctx, shoot, d, requests)
 }
 
 // roll rolls the deployment once for all requests: it marks them with the
 // roll's token first, sets the token as the deployment's roll annotation
 // (unless a previous try did), records who asked, and removes the requests.
-func (r *Reconciler) roll(ctx context.Context, shoot client.Client, d *firewallv1alpha1.FirewallDeployment, requests []*firewallv1alpha1.FirewallMonitor) error {
+func (r *Reconciler) roll(ctx context.Context, shoot client.Client, d *firewallv1alpha1.FirewallDeployment, requests []client.Object) error {
 	token := ""
 	for _, m := range requests {
-		if t := m.Annotations[firewallv1alpha1.AnnotationRollSetAcknowledged]; t != "" {
+		if t := m.GetAnnotations()[firewallv1alpha1.AnnotationRollSetAcknowledged]; t != "" {
 			token = t
 			break
 		}
@@ -134,13 +137,15 @@ func (r *Reconciler) roll(ctx context.Context, shoot client.Client, d *firewallv
 		token = "shoot-" + hex.EncodeToString(b)
 	}
 	for _, m := range requests {
-		if m.Annotations[firewallv1alpha1.AnnotationRollSetAcknowledged] == token {
+		if m.GetAnnotations()[firewallv1alpha1.AnnotationRollSetAcknowledged] == token {
 			continue
 		}
-		patch := client.MergeFromWithOptions(m.DeepCopy(), client.MergeFromWithOptimisticLock{})
-		m.Annotations[firewallv1alpha1.AnnotationRollSetAcknowledged] = token
+		patch := client.MergeFromWithOptions(m.DeepCopyObject().(client.Object), client.MergeFromWithOptimisticLock{})
+		annotations := m.GetAnnotations()
+		annotations[firewallv1alpha1.AnnotationRollSetAcknowledged] = token
+		m.SetAnnotations(annotations)
 		if err := shoot.Patch(ctx, m, patch); err != nil {
-			return fmt.Errorf("acknowledging the roll request on FirewallMonitor %s: %w", m.Name, err)
+			return fmt.Errorf("acknowledging the roll request on FirewallMonitor %s: %w", m.GetName(), err)
 		}
 	}
 	if d.Annotations[firewallv1alpha1.AnnotationRoll] != token {
@@ -171,12 +176,14 @@ func (r *Reconciler) roll(ctx context.Context, shoot client.Client, d *firewallv
 }
 
 // acknowledge removes the request from the monitor.
-func (r *Reconciler) acknowledge(ctx context.Context, shoot client.Client, m *firewallv1alpha1.FirewallMonitor) error {
-	patch := client.MergeFrom(m.DeepCopy())
-	delete(m.Annotations, firewallv1alpha1.AnnotationRollSet)
-	delete(m.Annotations, firewallv1alpha1.AnnotationRollSetAcknowledged)
+func (r *Reconciler) acknowledge(ctx context.Context, shoot client.Client, m client.Object) error {
+	patch := client.MergeFrom(m.DeepCopyObject().(client.Object))
+	annotations := m.GetAnnotations()
+	delete(annotations, rollSetKey(m))
+	delete(annotations, firewallv1alpha1.AnnotationRollSetAcknowledged)
+	m.SetAnnotations(annotations)
 	if err := shoot.Patch(ctx, m, patch); client.IgnoreNotFound(err) != nil {
-		return fmt.Errorf("removing the roll request from FirewallMonitor %s: %w", m.Name, err)
+		return fmt.Errorf("removing the roll request from FirewallMonitor %s: %w", m.GetName(), err)
 	}
 	return nil
 }
@@ -184,10 +191,13 @@ func (r *Reconciler) acknowledge(ctx context.Context, shoot client.Client, m *fi
 // requester names the monitor and what set the annotation, as far as the
 // shoot's managedFields tell (the field manager, e.g. kubectl-annotate, and
 // when; the shoot's audit log names the user).
-func requester(m *firewallv1alpha1.FirewallMonitor) string {
-	who := "FirewallMonitor " + m.Namespace + "/" + bounded(m.Name)
-	key := `"f:` + firewallv1alpha1.AnnotationRollSet + `"`
-	for _, f := range m.ManagedFields {
+func requester(m client.Object) string {
+	who := "FirewallMonitor " + m.GetNamespace() + "/" + bounded(m.GetName())
+	if _, theirs := m.(*unstructured.Unstructured); theirs {
+		who = "FirewallMonitor." + constants.MetalStackMonitorGroup + " " + m.GetNamespace() + "/" + bounded(m.GetName())
+	}
+	key := `"f:` + rollSetKey(m) + `"`
+	for _, f := range m.GetManagedFields() {
 		if f.FieldsV1 != nil && strings.Contains(f.FieldsV1.GetRawString(), key) {
 			who += " (annotation set by " + bounded(f.Manager)
 			if f.Time != nil {
@@ -206,4 +216,46 @@ func bounded(s string) string {
 		s = s[:maxNote] + "..."
 	}
 	return strconv.Quote(s)
+}
+
+// metalStackMonitorList is metal-stack's FirewallMonitor list
+// (firewall-controller-manager's firewall.metal-stack.io/v2), which the agent
+// keeps current in shoots that hold the kind: owners used to annotate those.
+var metalStackMonitorList = schema.GroupVersionKind{Group: constants.MetalStackMonitorGroup, Version: "v2", Kind: "FirewallMonitorList"}
+
+// metalStackRollSet is firewall-controller-manager's roll-set annotation.
+const metalStackRollSet = constants.MetalStackMonitorGroup + "/roll-set"
+
+// listMonitors lists ours and, where the shoot serves the kind, metal-stack's
+// FirewallMonitors in the firewall namespace.
+func listMonitors(ctx context.Context, shoot client.Client) ([]client.Object, error) {
+	ours := &firewallv1alpha1.FirewallMonitorList{}
+	if err := shoot.List(ctx, ours, client.InNamespace(firewallv1alpha1.FirewallMonitorNamespace)); err != nil {
+		return nil, err
+	}
+	var out []client.Object
+	for i := range ours.Items {
+		out = append(out, &ours.Items[i])
+	}
+	theirs := &unstructured.UnstructuredList{}
+	theirs.SetGroupVersionKind(metalStackMonitorList)
+	err := shoot.List(ctx, theirs, client.InNamespace(firewallv1alpha1.FirewallMonitorNamespace))
+	if meta.IsNoMatchError(err) {
+		return out, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	for i := range theirs.Items {
+		out = append(out, &theirs.Items[i])
+	}
+	return out, nil
+}
+
+// rollSetKey is the roll-set annotation of the monitor's API group.
+func rollSetKey(m client.Object) string {
+	if _, theirs := m.(*unstructured.Unstructured); theirs {
+		return metalStackRollSet
+	}
+	return firewallv1alpha1.AnnotationRollSet
 }
