@@ -99,14 +99,12 @@ func (a *Agent) writeMonitor(ctx context.Context, cfg *agentconfigv1alpha1.Confi
 	}
 	if err := a.shoot.Monitor(ctx, spec, status, fw != nil || !usesSeed); err != nil {
 		a.Log.Error("writing the FirewallMonitor", "error", err)
-		return
-	}
-	if cfg.Metrics == nil {
-		// Turning the metrics off rolls the firewall: its slice goes with its monitor.
-		return
-	}
-	if err := a.shoot.PublishMetrics(ctx, metricsAddr); err != nil {
-		a.Log.Error("publishing the metrics address in the shoot", "error", err)
+	} else if cfg.Metrics != nil {
+		// After the monitor, the slice's owner. Turning the metrics off
+		// rolls the firewall: its slice goes with its monitor.
+		if err := a.shoot.PublishMetrics(ctx, metricsAddr); err != nil {
+			a.Log.Error("publishing the metrics address in the shoot", "error", err)
+		}
 	}
 	if err := a.shoot.MetalStackMonitor(ctx, fw, status); err != nil {
 		a.Log.Error("writing the FirewallMonitor of metal-stack's format", "error", err)
