@@ -75,7 +75,7 @@ re-applies on change; a bad config is logged and the ruleset in force stays.`,
 	cmd.Flags().DurationVar(&opts.SeedInterval, "seed-interval", 10*time.Second, "how often to read the Firewall from the seed and write the heartbeat (seed source)")
 	cmd.Flags().DurationVar(&opts.MetalInterval, "metal-interval", 10*time.Second, "how often to ask the metal-api for this firewall's allocation (metal source); an unchanged allocation is neither converted nor applied")
 	cmd.Flags().StringVar(&opts.MetricsBindAddress, "metrics-bind-address", DefaultMetricsBindAddress,
-		`address to serve Prometheus metrics on (/metrics); "0" or "" turns them off. Keep it off public interfaces: the firewall's own ports are not filtered by the agent`)
+		`address to serve Prometheus metrics on (/metrics); "0" or "" turns them off. Keep it off public interfaces: the agent filters only its config's metrics port (config metrics) on input; for the shoot, set metrics.internalNetwork in the config instead`)
 	cmd.Flags().StringVar(&opts.SNATRecord, "snat-address-record", snataddr.DefaultRecordPath,
 		"file (0600) recording the SNAT addresses the agent put on interfaces; only those are ever removed")
 	cmd.Flags().StringVar(&opts.UpdatePublicKey, "update-public-key", "",
@@ -143,8 +143,9 @@ func run(ctx context.Context, opts *Options) error {
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	log.Info("starting", "version", Version, "config", opts.ConfigPath)
+	// Also served on the internal address when the config's metrics say so.
+	a.Metrics = metrics.New(Version, programmer, log)
 	if addr := opts.MetricsBindAddress; addr != "" && addr != "0" {
-		a.Metrics = metrics.New(Version, programmer, log)
 		go serveMetrics(ctx, addr, a.Metrics.Handler(), log)
 	}
 	return a.Run(ctx)

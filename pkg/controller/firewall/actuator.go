@@ -110,7 +110,7 @@ func (a *actuator) Reconcile(ctx context.Context, log logr.Logger, ex *extension
 	if err := a.reconcileShootResources(ctx, ex.Namespace); err != nil {
 		return err
 	}
-	agentConfig, err := agentConfig(ex.Namespace, cfg.DNS, dropLogConfig(a.config.DroptailerImage, cfg.LogAcceptedConnections))
+	agentConfig, err := agentConfig(ex.Namespace, cfg.DNS, dropLogConfig(a.config.DroptailerImage, cfg.LogAcceptedConnections), cfg.Metrics)
 	if err != nil {
 		return err
 	}

@@ -16,11 +16,12 @@ import (
 // bootstrap kubeconfig is a file of its own, minted per firewall by the
 // manager. dns, from the providerConfig, turns on the DNS proxy that
 // enforces the policies' toFQDNs. dropLog sends the logged packets to the
-// shoot's receiver.
-func agentConfig(namespace string, dns *agentconfigv1alpha1.DNS, dropLog *agentconfigv1alpha1.DropLog) ([]byte, error) {
+// shoot's receiver; metrics serves the metrics to the shoot.
+func agentConfig(namespace string, dns *agentconfigv1alpha1.DNS, dropLog *agentconfigv1alpha1.DropLog, metrics *agentconfigv1alpha1.Metrics) ([]byte, error) {
 	return yaml.Marshal(&agentconfigv1alpha1.Config{
 		DNS:     dns,
 		DropLog: dropLog,
+		Metrics: metrics,
 		Sources: agentconfigv1alpha1.Sources{
 			Seed: &agentconfigv1alpha1.SeedSource{
 				BootstrapKubeconfig: agentconfigv1alpha1.BootstrapKubeconfigPath,

@@ -16,7 +16,7 @@ var _ = Describe("agentConfig", func() {
 	// The extension writes the agent's config; the agent must accept it, or a
 	// new firewall would boot into an agent that refuses to start.
 	It("is accepted by the agent's own loader", func() {
-		raw, err := agentConfig("shoot--p--s", nil, nil)
+		raw, err := agentConfig("shoot--p--s", nil, nil, nil)
 		Expect(err).NotTo(HaveOccurred())
 		cfg, err := config.Parse(raw)
 		Expect(err).NotTo(HaveOccurred(), "the agent refuses the extension's config:\n%s", raw)
@@ -39,7 +39,7 @@ var _ = Describe("agentConfig", func() {
 
 	It("carries the providerConfig's DNS proxy settings, which the agent accepts", func() {
 		dns := &agentconfigv1alpha1.DNS{Upstreams: []string{"10.0.0.53", "2001:db8::53"}, MinTTL: &metav1.Duration{Duration: 30 * time.Second}, MaxSelectors: 500}
-		raw, err := agentConfig("shoot--p--s", dns, nil)
+		raw, err := agentConfig("shoot--p--s", dns, nil, nil)
 		Expect(err).NotTo(HaveOccurred())
 		cfg, err := config.Parse(raw)
 		Expect(err).NotTo(HaveOccurred(), "the agent refuses the extension's config:\n%s", raw)
@@ -48,10 +48,19 @@ var _ = Describe("agentConfig", func() {
 
 	It("turns the drop log on when the operator deployed the receiver, with accepted connections as the providerConfig says", func() {
 		Expect(dropLogConfig("", true)).To(BeNil(), "no receiver, nothing to send to")
-		raw, err := agentConfig("shoot--p--s", nil, dropLogConfig("img", true))
+		raw, err := agentConfig("shoot--p--s", nil, dropLogConfig("img", true), nil)
 		Expect(err).NotTo(HaveOccurred())
 		cfg, err := config.Parse(raw)
 		Expect(err).NotTo(HaveOccurred(), "the agent refuses the extension's config:\n%s", raw)
 		Expect(cfg.DropLog).To(Equal(&agentconfigv1alpha1.DropLog{LogAcceptedConnections: true}))
+	})
+
+	It("carries the providerConfig's metrics, which the agent accepts", func() {
+		metrics := &agentconfigv1alpha1.Metrics{InternalNetwork: "tenant-1", Port: 9100}
+		raw, err := agentConfig("shoot--p--s", nil, nil, metrics)
+		Expect(err).NotTo(HaveOccurred())
+		cfg, err := config.Parse(raw)
+		Expect(err).NotTo(HaveOccurred(), "the agent refuses the extension's config:\n%s", raw)
+		Expect(cfg.Metrics).To(Equal(metrics))
 	})
 })

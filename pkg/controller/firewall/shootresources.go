@@ -8,6 +8,7 @@ import (
 	"github.com/gardener/gardener/pkg/client/kubernetes"
 	"github.com/gardener/gardener/pkg/utils/managedresources"
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -52,6 +53,10 @@ func ShootObjects(droptailerImage string) ([]client.Object, error) {
 				// with every rolling update, so no resourceNames.
 				{APIGroups: []string{firewallv1alpha1.GroupName}, Resources: []string{"firewallmonitors"}, Verbs: []string{"get", "create", "patch"}},
 				{APIGroups: []string{firewallv1alpha1.GroupName}, Resources: []string{"firewallmonitors/status"}, Verbs: []string{"patch"}},
+				// Each firewall publishes its metrics address as an EndpointSlice
+				// of the metrics Service, named after it like its monitor: no
+				// resourceNames, no list, no delete (the monitor owns it).
+				{APIGroups: []string{discoveryv1.GroupName}, Resources: []string{"endpointslices"}, Verbs: []string{"get", "create", "patch"}},
 				// Policies of shoots moved from metal-stack's firewall-controller
 				// are enforced as they are, and told their state in their format.
 				{APIGroups: []string{constants.MetalStackPolicyGroup}, Resources: []string{"clusterwidenetworkpolicies"}, Verbs: []string{"list", "watch"}},
@@ -61,6 +66,7 @@ func ShootObjects(droptailerImage string) ([]client.Object, error) {
 				agentEndpointSliceRule,
 			},
 		},
+		metricsService(),
 		&rbacv1.RoleBinding{
 			ObjectMeta: metav1.ObjectMeta{Name: constants.AgentShootRoleName, Namespace: ns},
 			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: constants.AgentShootRoleName},

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -116,6 +117,12 @@ type Agent struct {
 	// saved tells whether this run saved the last good ruleset once: an
 	// unchanged apply saves nothing after that.
 	saved bool
+	// devices are the interfaces of the config last applied, whose counters
+	// scrapes and the FirewallMonitor report.
+	devices atomic.Pointer[deviceSet]
+	// internalMetrics serves the metrics on the internal address (config
+	// metrics), guarded by the table's input rules.
+	internalMetrics *metricsServer
 }
 
 // ApplyOnce loads and validates the config and applies it. A bad config or a
@@ -190,6 +197,8 @@ func (a *Agent) Run(ctx context.Context) error {
 	}
 	a.observeStatic(cfg, nil)
 	a.updater = a.newUpdater(cfg)
+	a.Metrics.WatchDevices(a, a.Log)
+	defer func() { a.internalMetrics.close() }()
 	if cfg.DNS != nil {
 		if err := a.startDNSProxy(ctx, cfg.DNS); err != nil {
 			return err
@@ -233,6 +242,8 @@ func (a *Agent) Run(ctx context.Context) error {
 			return nil
 		case <-sourceTick:
 			a.syncSources(ctx, src, lastGood)
+			// The internal address may have come up since the last apply.
+			a.serveInternalMetrics(ctx, lastGood)
 			continue
 		case <-ticker.C:
 		}
@@ -288,6 +299,10 @@ func (a *Agent) applyLogged(cfg *agentconfigv1alpha1.Config, reason string) erro
 	if res.Mode != nftables.Unchanged || reason != "resync" {
 		a.Log.Info("ruleset applied", "reason", reason, "mode", string(res.Mode), "added", res.Added, "deleted", res.Deleted, "duration", res.Duration)
 	}
+	// After the apply: the guard of the metrics port is in force before the
+	// port opens.
+	a.devices.Store(devicesOf(withMetalNetworks(cfg, a.in.Metal)))
+	a.serveInternalMetrics(context.Background(), cfg)
 	return nil
 }
 

@@ -58,7 +58,8 @@ func desired(build buildFunc, cfg *agentconfigv1alpha1.Config, in Inputs, dns *a
 			return nil, fmt.Errorf("controllers.firewall.source %q: not implemented in this build", c.Source)
 		}
 	}
-	fw, err := withInterfaces(fw, withMetalNetworks(cfg, in.Metal))
+	networks := withMetalNetworks(cfg, in.Metal)
+	fw, err := withInterfaces(fw, networks)
 	if err != nil {
 		return nil, err
 	}
@@ -84,7 +85,7 @@ func desired(build buildFunc, cfg *agentconfigv1alpha1.Config, in Inputs, dns *a
 	if err != nil {
 		return nil, err
 	}
-	return withDropLog(withDNS(rs, dns), cfg.DropLog), nil
+	return withMetricsGuard(withDropLog(withDNS(rs, dns), cfg.DropLog), networks), nil
 }
 
 // withInterfaces returns the spec with every network ID replaced by the

@@ -12,6 +12,7 @@ import (
 	agentconfigv1alpha1 "github.com/metal-firewall/gardener-extension-firewall/pkg/apis/agentconfig/v1alpha1"
 	fwv1alpha1 "github.com/metal-firewall/gardener-extension-firewall/pkg/apis/firewall/v1alpha1"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/firewall/metrics"
+	"github.com/metal-firewall/gardener-extension-firewall/pkg/firewall/netdev"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/firewall/ruleset"
 )
 
@@ -77,6 +78,17 @@ func (a *Agent) writeMonitor(ctx context.Context, cfg *agentconfigv1alpha1.Confi
 		}
 		slices.SortFunc(status.Counters, func(x, y fwv1alpha1.RuleCounter) int { return strings.Compare(x.Name, y.Name) })
 	}
+	if d := a.devices.Load(); d != nil {
+		devices, err := d.read(netdev.Read)
+		if err != nil {
+			a.Log.Error("reading the interfaces' counters", "error", err)
+		}
+		status.Devices, status.Traffic = devices, trafficOf(devices)
+	}
+	metricsAddr := a.internalMetrics.address()
+	if metricsAddr.IsValid() {
+		status.MetricsAddress = metricsAddr.String()
+	}
 	spec := fwv1alpha1.FirewallMonitorSpec{}
 	if fw != nil {
 		spec = fwv1alpha1.FirewallMonitorSpec{Size: fw.Spec.Size, Image: fw.Spec.Image, Partition: fw.Spec.Partition,
@@ -87,6 +99,12 @@ func (a *Agent) writeMonitor(ctx context.Context, cfg *agentconfigv1alpha1.Confi
 	}
 	if err := a.shoot.Monitor(ctx, spec, status, fw != nil || !usesSeed); err != nil {
 		a.Log.Error("writing the FirewallMonitor", "error", err)
+	} else if cfg.Metrics != nil {
+		// After the monitor, the slice's owner. Turning the metrics off
+		// rolls the firewall: its slice goes with its monitor.
+		if err := a.shoot.PublishMetrics(ctx, metricsAddr); err != nil {
+			a.Log.Error("publishing the metrics address in the shoot", "error", err)
+		}
 	}
 	if err := a.shoot.MetalStackMonitor(ctx, fw, status); err != nil {
 		a.Log.Error("writing the FirewallMonitor of metal-stack's format", "error", err)

@@ -105,7 +105,7 @@ func setMetalStackMonitor(u *unstructured.Unstructured, fw *fwv1alpha1.Firewall,
 	controller := map[string]any{
 		"controllerVersion": status.AgentVersion,
 		// Ours are counted by rule, not by action: one group.
-		"stats": map[string]any{"rules": map[string]any{"counted": rules}, "devices": map[string]any{}, "idsStats": map[string]any{}},
+		"stats": map[string]any{"rules": map[string]any{"counted": rules}, "devices": metalStackDevices(status.Devices), "idsStats": map[string]any{}},
 	}
 	if status.Message != "" {
 		controller["message"] = status.Message
@@ -123,6 +123,16 @@ func setMetalStackMonitor(u *unstructured.Unstructured, fw *fwv1alpha1.Firewall,
 		}
 	}
 	return nil
+}
+
+// metalStackDevices are the interfaces' byte counters in firewall-
+// controller's form: in is received, out sent.
+func metalStackDevices(devices []fwv1alpha1.DeviceStatistics) map[string]any {
+	out := map[string]any{}
+	for _, d := range devices {
+		out[d.Name] = map[string]any{"in": int64(d.RxBytes), "out": int64(d.TxBytes)}
+	}
+	return out
 }
 
 // metalStackConditions are conditions in firewall-controller-manager's form,

@@ -40,6 +40,7 @@ func (s *Source) Monitor(ctx context.Context, spec fwv1alpha1.FirewallMonitorSpe
 			return fmt.Errorf("updating FirewallMonitor %s: %w", key, err)
 		}
 	}
+	s.monitor = mon.DeepCopy()
 	patch := client.MergeFrom(mon.DeepCopy())
 	mon.Status = status
 	if err := c.Status().Patch(ctx, mon, patch); err != nil {

@@ -14,6 +14,7 @@ import (
 	"os"
 
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -44,11 +45,17 @@ type Source struct {
 	metalStack     map[string]*unstructured.Unstructured
 	metalStackErrs map[string]error
 	shadowed       map[string]bool
+	// monitor is the FirewallMonitor last written, owner of the
+	// EndpointSlice of the metrics.
+	monitor *fwv1alpha1.FirewallMonitor
 }
 
 var scheme = func() *runtime.Scheme {
 	s := runtime.NewScheme()
 	if err := corev1.AddToScheme(s); err != nil {
+		panic(err)
+	}
+	if err := discoveryv1.AddToScheme(s); err != nil {
 		panic(err)
 	}
 	if err := fwv1alpha1.AddToScheme(s); err != nil {

@@ -35,7 +35,8 @@ var _ = Describe("firewall agent's FirewallMonitor of metal-stack's format", fun
 	It("creates one the real firewall.metal-stack.io/v2 CRD accepts, as the agent's shoot identity, and writes nothing where the shoot lacks the kind", func(ctx SpecContext) {
 		now := metav1.Now()
 		status := fwv1alpha1.FirewallMonitorStatus{AgentVersion: "v1.2.3", LastHeartbeat: &now,
-			Counters: []fwv1alpha1.RuleCounter{{Name: "drop", Packets: 3, Bytes: 180}}}
+			Counters: []fwv1alpha1.RuleCounter{{Name: "drop", Packets: 3, Bytes: 180}},
+			Devices:  []fwv1alpha1.DeviceStatistics{{Name: "vrf3981", Internal: true, RxBytes: 2000, TxBytes: 200}}}
 
 		for _, withKind := range []bool{true, false} {
 			var crds []string
@@ -66,6 +67,10 @@ var _ = Describe("firewall agent's FirewallMonitor of metal-stack's format", fun
 			Expect(got.Object).To(HaveKeyWithValue("controllerStatus", And(HaveKeyWithValue("controllerVersion", "v1.2.3"),
 				HaveKeyWithValue("stats", HaveKeyWithValue("rules", HaveKeyWithValue("counted", HaveKeyWithValue("drop",
 					HaveKeyWithValue("counter", And(HaveKeyWithValue("packets", BeNumerically("==", 3)), HaveKeyWithValue("bytes", BeNumerically("==", 180)))))))))))
+
+			Expect(got.Object).To(HaveKeyWithValue("controllerStatus", HaveKeyWithValue("stats", HaveKeyWithValue("devices",
+				HaveKeyWithValue("vrf3981", And(HaveKeyWithValue("in", BeNumerically("==", 2000)), HaveKeyWithValue("out", BeNumerically("==", 200))))))),
+				"the interfaces' bytes as firewall-controller reports them")
 
 			By("a later heartbeat updates it in place")
 			status.Counters[0].Packets = 4

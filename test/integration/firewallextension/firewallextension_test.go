@@ -233,6 +233,10 @@ var _ = Describe("Extension firewall", func() {
 				Expect(role.Rules).To(ConsistOf(rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"services"}, Verbs: []string{"list", "watch"}}),
 					"cluster-wide, the agent only reads Services")
 			}
+			if svc, ok := obj.(*corev1.Service); ok {
+				Expect(svc.Namespace).To(Equal("firewall"))
+				Expect(svc.Spec.Selector).To(BeEmpty(), "the agents write the EndpointSlices")
+			}
 			if binding, ok := obj.(*rbacv1.RoleBinding); ok {
 				Expect(binding.Subjects).To(ConsistOf(rbacv1.Subject{Kind: "ServiceAccount", Name: "firewall-agent", Namespace: "kube-system"}))
 			}
@@ -241,7 +245,8 @@ var _ = Describe("Extension firewall", func() {
 			"*v1.CustomResourceDefinition clusterwidenetworkpolicies.firewall.metal-firewall.io",
 			"*v1.CustomResourceDefinition firewallmonitors.firewall.metal-firewall.io",
 			"*v1.Namespace firewall", "*v1.Role firewall-agent", "*v1.RoleBinding firewall-agent",
-			"*v1.ClusterRole firewall.metal-firewall.io:agent", "*v1.ClusterRoleBinding firewall.metal-firewall.io:agent"))
+			"*v1.ClusterRole firewall.metal-firewall.io:agent", "*v1.ClusterRoleBinding firewall.metal-firewall.io:agent",
+			"*v1.Service firewall-agent-metrics"), "the Service the agents publish their metrics addresses under")
 
 		By("no long-lived credential anywhere in the seed")
 		all := &corev1.SecretList{}

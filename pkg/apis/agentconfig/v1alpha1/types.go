@@ -32,6 +32,9 @@ type Config struct {
 	// DropLog ships dropped packets to the shoot; off when unset (the kernel
 	// log then has at most 10 drops per second).
 	DropLog *DropLog `json:"dropLog,omitempty"`
+	// Metrics serves the agent's metrics on its internal address, for the
+	// shoot's Prometheus.
+	Metrics *Metrics `json:"metrics,omitempty"`
 }
 
 // Network is one metal network the machine is attached to.

@@ -38,6 +38,7 @@ func Validate(cfg *agentconfigv1alpha1.Config, dir string) field.ErrorList {
 	allErrs = append(allErrs, validateControllers(cfg)...)
 	allErrs = append(allErrs, validation.ValidateDNSProxy(cfg.DNS, field.NewPath("dns"))...)
 	allErrs = append(allErrs, validateDropLog(cfg)...)
+	allErrs = append(allErrs, validateMetrics(cfg)...)
 	return fielderrors.Bound(allErrs, field.NewPath("config"))
 }
 

@@ -68,6 +68,11 @@ type FirewallExtensionConfig struct {
 	// config, so a change rolls the firewall.
 	// +optional
 	LogAcceptedConnections bool `json:"logAcceptedConnections,omitempty"`
+	// Metrics serves the agent's metrics to the shoot's Prometheus on the
+	// firewall's address in internalNetwork, one of networks. It goes into
+	// the agent's config, so a change rolls the firewall.
+	// +optional
+	Metrics *AgentMetrics `json:"metrics,omitempty"`
 	// Hibernation says what becomes of the firewall while the shoot
 	// hibernates: release (default) or keep.
 	// +optional

@@ -61,6 +61,19 @@ type FirewallMonitorStatus struct {
 	// Counters are the packet and byte counters of the firewall's rules.
 	// +optional
 	Counters []RuleCounter `json:"counters,omitempty"`
+	// Traffic is what crossed the firewall's interfaces, by side: internal is
+	// the interface of the agent config's metrics.internalNetwork, external
+	// every other device. Empty without metrics.internalNetwork.
+	// +optional
+	Traffic *TrafficStatistics `json:"traffic,omitempty"`
+	// Devices are the counters of the firewall's interfaces: those of the
+	// agent config's networks, or all but the loopback when it has none.
+	// +optional
+	Devices []DeviceStatistics `json:"devices,omitempty"`
+	// MetricsAddress is where the agent serves its metrics to the shoot
+	// (address:port), empty when it does not.
+	// +optional
+	MetricsAddress string `json:"metricsAddress,omitempty"`
 	// Conditions are Ready, SeedConnected and ShootConnected.
 	// +optional
 	// +listType=map

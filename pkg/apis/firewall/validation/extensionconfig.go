@@ -3,6 +3,7 @@ package validation
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -63,6 +64,10 @@ func ValidateFirewallExtensionConfig(cfg *firewallv1alpha1.FirewallExtensionConf
 	allErrs = append(allErrs, validateTimeouts(firewallv1alpha1.FirewallTimeouts{CreateTimeout: cfg.CreateTimeout, HealthTimeout: cfg.HealthTimeout},
 		MinShootTimeout, fldPath)...)
 	allErrs = append(allErrs, ValidateDNSProxy(cfg.DNS, fldPath.Child("dns"))...)
+	allErrs = append(allErrs, ValidateAgentMetrics(cfg.Metrics, cfg.DNS, fldPath.Child("metrics"))...)
+	if m := cfg.Metrics; m != nil && m.InternalNetwork != "" && !slices.Contains(cfg.Networks, m.InternalNetwork) {
+		allErrs = append(allErrs, fielderrors.Invalid(fldPath.Child("metrics", "internalNetwork"), m.InternalNetwork, "must be one of networks"))
+	}
 	switch cfg.Hibernation {
 	case "", firewallv1alpha1.HibernationRelease, firewallv1alpha1.HibernationKeep:
 	default:

@@ -30,6 +30,12 @@ var _ = Describe("DecodeFirewallExtensionConfig", func() {
 		Expect(err).NotTo(HaveOccurred(), "MaxInternalPrefixes are accepted")
 	})
 
+	It("accepts metrics on one of the networks", func() {
+		cfg, err := DecodeFirewallExtensionConfig([]byte(config(`,"metrics":{"internalNetwork":"tenant-1"}`)))
+		Expect(err).NotTo(HaveOccurred())
+		Expect(cfg.Metrics.ListenPort()).To(Equal(uint16(2112)))
+	})
+
 	It("accepts the DNS proxy's settings", func() {
 		cfg, err := DecodeFirewallExtensionConfig([]byte(config(`,"dns":{"upstreams":["10.0.0.53","2001:db8::53"],"minTTL":"30s","grace":"2m","maxSelectors":500}`)))
 		Expect(err).NotTo(HaveOccurred())
@@ -97,6 +103,11 @@ var _ = Describe("DecodeFirewallExtensionConfig", func() {
 		Entry("five firewalls", config(`,"replicas":5`), `providerConfig.replicas: Invalid value: 5: must be within [1, 4]`),
 		Entry("replicas as a string", config(`,"replicas":"2"`), `replicas`),
 		Entry("an unknown DNS field", config(`,"dns":{"upstreams":["10.0.0.53"],"upstream":"10.0.0.54"}`), `unknown field "dns.upstream"`),
+		Entry("metrics on a network the firewall is not attached to", config(`,"metrics":{"internalNetwork":"tenant-2"}`),
+			`providerConfig.metrics.internalNetwork: Invalid value: "tenant-2": must be one of networks`),
+		Entry("metrics without a network", config(`,"metrics":{"port":9100}`), `providerConfig.metrics.internalNetwork: Required value`),
+		Entry("metrics on the DNS proxy's port", config(`,"dns":{"upstreams":["10.0.0.53"]},"metrics":{"internalNetwork":"tenant-1","port":10053}`),
+			`providerConfig.metrics.port: Invalid value: "10053": the DNS proxy listens on port 10053`),
 	)
 
 	It("accepts one to four replicas and leaves them unset by default", func() {

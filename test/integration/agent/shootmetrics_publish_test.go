@@ -1,0 +1,110 @@
+package agent_test
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	fwv1alpha1 "github.com/metal-firewall/gardener-extension-firewall/pkg/apis/firewall/v1alpha1"
+	"github.com/metal-firewall/gardener-extension-firewall/test/roottest"
+)
+
+const publishAgentConfig = `name: fw-0
+networks:
+- {id: internal, interface: int0}
+- {id: internet, interface: ext0}
+metrics: {internalNetwork: internal}
+sources:
+  shoot: {namespace: firewall, kubeconfig: %s}
+  static:
+    firewall: {internalPrefixes: ["10.0.1.0/24"]}
+controllers:
+  firewall: {source: static}
+  cwnp:     {source: shoot}
+  monitor:  {source: shoot}
+`
+
+var _ = Describe("the agent's metrics published in the shoot", func() {
+	It("writes an EndpointSlice of the metrics Service with its internal address, which the nodes can scrape and the outside cannot", func(ctx SpecContext) {
+		t := newTopology()
+		admin, kubeconfig := startShoot(ctx)
+		restCfg, err := clientcmd.RESTConfigFromKubeConfig(kubeconfig)
+		Expect(err).NotTo(HaveOccurred())
+		server, err := url.Parse(restCfg.Host)
+		Expect(err).NotTo(HaveOccurred())
+		port, err := strconv.Atoi(server.Port())
+		Expect(err).NotTo(HaveOccurred())
+		forward, stop := context.WithCancel(context.Background())
+		DeferCleanup(stop)
+		Expect(roottest.ForwardLoopback(forward, t.fw, port)).To(Succeed())
+		dir := GinkgoT().TempDir()
+		kubeconfigPath := filepath.Join(dir, "shoot.kubeconfig")
+		Expect(os.WriteFile(kubeconfigPath, kubeconfig, 0o600)).To(Succeed())
+		cfgPath := filepath.Join(dir, "config.yaml")
+		writeConfig(cfgPath, fmt.Sprintf(publishAgentConfig, kubeconfigPath))
+
+		By("the extension's Service: no selector, Prometheus annotations")
+		svc := &corev1.Service{}
+		Expect(admin.Get(ctx, client.ObjectKey{Namespace: "firewall", Name: fwv1alpha1.MetricsServiceName}, svc)).To(Succeed())
+		Expect(svc.Spec.Selector).To(BeEmpty())
+		Expect(svc.Annotations).To(HaveKeyWithValue("prometheus.io/scrape", "true"))
+		Expect(svc.Spec.Ports).To(ConsistOf(HaveField("Name", fwv1alpha1.MetricsPortName)))
+
+		startAgentProcess(t.fw, cfgPath)
+
+		By("the agent's EndpointSlice, owned by its FirewallMonitor")
+		slice := &discoveryv1.EndpointSlice{}
+		Eventually(func() error {
+			return admin.Get(ctx, client.ObjectKey{Namespace: "firewall", Name: "fw-0"}, slice)
+		}).WithTimeout(30 * time.Second).Should(Succeed())
+		Expect(slice.Labels).To(HaveKeyWithValue(discoveryv1.LabelServiceName, fwv1alpha1.MetricsServiceName))
+		Expect(slice.AddressType).To(Equal(discoveryv1.AddressTypeIPv4))
+		Expect(slice.Endpoints).To(HaveLen(1))
+		Expect(slice.Endpoints[0].Addresses).To(Equal([]string{"10.0.1.1"}))
+		Expect(slice.Ports).To(HaveLen(1))
+		Expect(*slice.Ports[0].Name).To(Equal(fwv1alpha1.MetricsPortName))
+		Expect(slice.OwnerReferences).To(ConsistOf(And(HaveField("Kind", "FirewallMonitor"), HaveField("Name", "fw-0"))))
+		published := net.JoinHostPort(slice.Endpoints[0].Addresses[0], strconv.Itoa(int(*slice.Ports[0].Port)))
+
+		By("a scrape of the published address from the nodes' side")
+		m := scrapeMetrics(t.node, published)
+		Expect(m).To(HaveKey(`firewall_agent_device_receive_bytes_total{device="int0",side="internal"}`))
+		By("nothing from the outside")
+		expectDropped(t.outside, slice.Endpoints[0].Addresses[0], int(*slice.Ports[0].Port))
+
+		By("the monitor's devices, traffic and address")
+		Eventually(func(g Gomega) {
+			mon := &fwv1alpha1.FirewallMonitor{}
+			g.Expect(admin.Get(ctx, client.ObjectKey{Namespace: "firewall", Name: "fw-0"}, mon)).To(Succeed())
+			g.Expect(mon.Status.MetricsAddress).To(Equal(published))
+			g.Expect(mon.Status.Devices).To(ConsistOf(
+				And(HaveField("Name", "ext0"), HaveField("Internal", false)),
+				And(HaveField("Name", "int0"), HaveField("Internal", true), HaveField("RxBytes", BeNumerically(">", 0)))))
+			g.Expect(mon.Status.Traffic).NotTo(BeNil())
+			g.Expect(mon.Status.Traffic.Internal.InBytes).To(BeNumerically(">", 0), "the scrape came in on int0")
+		}).WithTimeout(30 * time.Second).Should(Succeed())
+
+		By("the agent's rights: its own slices, nothing else")
+		asAgent, err := client.New(restCfg, client.Options{Scheme: shootScheme})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(asAgent.List(ctx, &discoveryv1.EndpointSliceList{}, client.InNamespace("firewall"))).To(Satisfy(apierrors.IsForbidden))
+		Expect(asAgent.Delete(ctx, slice)).To(Satisfy(apierrors.IsForbidden))
+		Expect(asAgent.Get(ctx, client.ObjectKeyFromObject(svc), &corev1.Service{})).To(Satisfy(apierrors.IsForbidden))
+		other := &discoveryv1.EndpointSlice{ObjectMeta: metav1.ObjectMeta{Name: "x", Namespace: "default"}, AddressType: discoveryv1.AddressTypeIPv4}
+		Expect(asAgent.Create(ctx, other)).To(Satisfy(apierrors.IsForbidden), "only in the firewall namespace")
+	})
+})
