@@ -22,6 +22,7 @@ import (
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/firewall/agent"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/firewall/metrics"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/firewall/metrics/metricstest"
+	"github.com/metal-firewall/gardener-extension-firewall/test/testenv"
 )
 
 // outage is how long the seed's kube-apiserver stays down: FAULT_OUTAGE
@@ -134,6 +135,69 @@ controllers:
 		Eventually(again.Last).WithTimeout(30 * time.Second).Should(ContainSubstring("10.20.0.0/24"))
 		Expect(certificateSerial(seedPath)).To(Equal(serial))
 		Expect(since()).NotTo(ContainSubstring("bootstrapping"))
+	})
+})
+
+var _ = Describe("the shoot's kube-apiserver stopped", func() {
+	It("keeps the rules, reports the shoot down, retries at its interval, and reads the shoot again once it is back", func(ctx SpecContext) {
+		shoot, err := testenv.Start(testenv.Options{Name: "shoot-outage", CRDDirectoryPaths: testenv.ShootCRDPaths()})
+		Expect(err).NotTo(HaveOccurred())
+		DeferCleanup(func() { Expect(shoot.Stop()).To(Succeed()) })
+		admin, err := testenv.Kubeconfig(shoot.Config)
+		Expect(err).NotTo(HaveOccurred())
+		dir := GinkgoT().TempDir()
+		shootPath := filepath.Join(dir, "shoot.kubeconfig")
+		configPath := filepath.Join(dir, "config.yaml")
+		Expect(os.WriteFile(shootPath, admin, 0o600)).To(Succeed())
+		Expect(os.WriteFile(configPath, []byte(fmt.Sprintf(`name: fw-0
+sources:
+  shoot: {namespace: firewall, kubeconfig: %s}
+  static:
+    firewall: {internalPrefixes: ["10.30.0.0/24"]}
+controllers:
+  firewall: {source: static}
+  cwnp:     {source: shoot}
+`, shootPath)), 0o600)).To(Succeed())
+
+		logs := gbytes.NewBuffer()
+		log := slog.New(slog.NewTextHandler(io.MultiWriter(GinkgoWriter, logs), nil))
+		const interval = 500 * time.Millisecond
+		applier := &recorder{}
+		m := metrics.New("v-test", nil, log)
+		a := &agent.Agent{ConfigPath: configPath, Applier: applier, Log: log, Metrics: m,
+			PollInterval: 200 * time.Millisecond, SeedInterval: interval, Version: "v-test"}
+		runCtx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() { done <- a.Run(runCtx) }()
+		DeferCleanup(func() { cancel(); Expect(<-done).To(Succeed()) })
+		shootUp := func() float64 {
+			rec := httptest.NewRecorder()
+			m.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
+			got, err := metricstest.Parse(rec.Body.String())
+			Expect(err).NotTo(HaveOccurred())
+			return got[`firewall_agent_source_up{source="shoot"}`]
+		}
+		Eventually(applier.Last).WithTimeout(time.Minute).Should(ContainSubstring("10.30.0.0/24"))
+		Eventually(shootUp).WithTimeout(30 * time.Second).Should(Equal(1.0))
+		rulesBefore, appliesBefore := applier.Last(), applier.count()
+
+		d := outage()
+		By(fmt.Sprintf("killing the shoot's kube-apiserver (SIGKILL) for %v", d))
+		Expect(shoot.KillAPIServer()).To(Succeed())
+		stopped := time.Now()
+		Eventually(shootUp).WithTimeout(10 * time.Second).Should(Equal(0.0))
+		for time.Since(stopped) < d {
+			Expect(applier.Last()).To(Equal(rulesBefore), "the rules in force stay")
+			time.Sleep(time.Second)
+		}
+		Expect(applier.count()).To(BeNumerically("<=", appliesBefore+int(d/time.Minute)+1), "at most the resyncs, which re-apply the same rules")
+
+		By("starting it again on the same address and etcd")
+		Expect(shoot.StartAPIServer()).To(Succeed())
+		restarted := time.Now()
+		Eventually(shootUp).WithTimeout(10 * time.Second).Should(Equal(1.0))
+		fmt.Fprintf(GinkgoWriter, "shoot outage %v: read again %v after the restart\n", d, time.Since(restarted).Round(time.Millisecond))
+		Expect(applier.Last()).To(Equal(rulesBefore))
 	})
 })
 
