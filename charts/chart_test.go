@@ -1,6 +1,10 @@
 package charts_test
 
 import (
+	"crypto/ed25519"
+	"crypto/rand"
+	"crypto/x509"
+	"encoding/pem"
 	"os"
 	"path/filepath"
 	"strings"
@@ -186,6 +190,30 @@ var _ = Describe("Chart", func() {
 		Expect(container(objs).VolumeMounts).To(ContainElement(HaveField("MountPath", opts.LocalStateDir)))
 		Expect(args(objs)).NotTo(ContainElement(HavePrefix("--metal-api-")))
 		Expect(deployment(objs).Spec.Template.Labels).NotTo(HaveKey("networking.gardener.cloud/to-public-networks"), "no metal-api to reach")
+	})
+
+	It("hands the agents' release key to the binary from a ConfigMap, which validates it, only when given", func() {
+		Expect(parsedOptions(objects(minimalValues())).AgentUpdatePublicKeyFile).To(BeEmpty())
+		Expect(find[*corev1.ConfigMap](objects(minimalValues()), "gardener-extension-firewall-agent-update-key")).To(BeNil())
+
+		pub, _, err := ed25519.GenerateKey(rand.Reader)
+		Expect(err).NotTo(HaveOccurred())
+		der, err := x509.MarshalPKIXPublicKey(pub)
+		Expect(err).NotTo(HaveOccurred())
+		key := string(pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: der}))
+		objs := objects(with(minimalValues(), []string{"firewall", "agentUpdatePublicKey"}, key))
+		cm := find[*corev1.ConfigMap](objs, "gardener-extension-firewall-agent-update-key")
+		Expect(cm).NotTo(BeNil())
+		Expect(cm.Data).To(HaveKeyWithValue("key.pem", key))
+		opts := parsedOptions(objs)
+		Expect(container(objs).VolumeMounts).To(ContainElement(And(HaveField("Name", "agent-update-key"), HaveField("MountPath", filepath.Dir(opts.AgentUpdatePublicKeyFile)))))
+		Expect(volumes(objs)).To(ContainElement(And(HaveField("Name", "agent-update-key"), HaveField("ConfigMap.Name", cm.Name))))
+		// The file the pod would hold, where the test can write it.
+		opts.AgentUpdatePublicKeyFile = filepath.Join(GinkgoT().TempDir(), "key.pem")
+		Expect(os.WriteFile(opts.AgentUpdatePublicKeyFile, []byte(cm.Data["key.pem"]), 0o600)).To(Succeed())
+		Expect(validate(opts)).To(Succeed())
+		Expect(os.WriteFile(opts.AgentUpdatePublicKeyFile, []byte("-----BEGIN PUBLIC KEY-----\nAAAA\n-----END PUBLIC KEY-----\n"), 0o600)).To(Succeed())
+		Expect(opts.Validate()).To(MatchError(ContainSubstring("--agent-update-public-key " + opts.AgentUpdatePublicKeyFile)))
 	})
 
 	It("binds its ServiceAccount, whose token Gardener projects", func() {

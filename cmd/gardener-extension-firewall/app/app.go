@@ -159,7 +159,7 @@ func AddToManager(ctx context.Context, mgr manager.Manager, opts *Options, provi
 		Controller:                controller.Options{MaxConcurrentReconciles: opts.FirewallMaxConcurrentReconciles},
 		Config: firewallcontroller.Config{
 			BootNamespace: opts.BootNamespace, ShootAccessTokenValidity: opts.ShootAccessTokenValidity, ReadyTimeout: opts.FirewallReadyTimeout,
-			DroptailerImage: opts.DroptailerImage,
+			DroptailerImage: opts.DroptailerImage, AgentUpdatePublicKey: opts.agentUpdatePublicKey,
 		},
 	}); err != nil {
 		return err

@@ -1,6 +1,9 @@
 package app
 
 import (
+	"crypto/ed25519"
+	"crypto/x509"
+	"encoding/pem"
 	"errors"
 	"fmt"
 	"os"
@@ -57,6 +60,11 @@ type Options struct {
 	ShootAccessTokenValidity time.Duration
 	// DroptailerImage is the image of the shoot's drop receiver.
 	DroptailerImage string
+	// AgentUpdatePublicKeyFile is the PEM file of the Ed25519 key agent
+	// releases are signed with; set, every firewall's agent updates itself.
+	AgentUpdatePublicKeyFile string
+	// agentUpdatePublicKey is its content, read by Validate.
+	agentUpdatePublicKey []byte
 	// FirewallReadyTimeout is how long a firewall Extension's reconcile waits for the firewall
 	// to forward with its rules; FirewallMaxConcurrentReconciles how many shoots may wait at once.
 	FirewallReadyTimeout            time.Duration
@@ -104,6 +112,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.BootTokenValidity, "boot-token-validity", time.Hour, "life of a firewall's boot token, its first credential (10m to 1h)")
 	fs.DurationVar(&o.ShootAccessTokenValidity, "shoot-access-token-validity", firewallcontroller.DefaultShootAccessTokenValidity, "life of the agent's shoot token, renewed by Gardener's TokenRequestor at 80 %; a control plane migration must reach the agent within what is left of it (10m to 24h)")
 	fs.StringVar(&o.DroptailerImage, "droptailer-image", "", "image holding firewall-agent as its entrypoint, run as the drop receiver (firewall-agent droptailer) in each shoot's firewall namespace; empty: no receiver, drops stay in the firewall's kernel log")
+	fs.StringVar(&o.AgentUpdatePublicKeyFile, "agent-update-public-key", "", "PEM file of the Ed25519 public key agent releases are signed with (openssl pkey -pubout); set, every firewall's agent gets it and updates itself to the release its Firewall names (agentVersion, agentURL, agentSHA256); empty: agents never update themselves")
 	fs.StringVar(&o.BootNamespace, "boot-namespace", "", "namespace of the firewalls' boot ServiceAccounts, the extension's own (required; the chart sets its release namespace)")
 	o.ACL.AddFlags(fs)
 	fs.IntVar(&o.WebhookPort, "webhook-port", 9443, "port of the EnvoyFilter webhook")
@@ -162,5 +171,39 @@ func (o *Options) Validate() error {
 	if o.BootNamespace == "" {
 		errs = append(errs, errors.New("--boot-namespace is required: the firewalls' boot ServiceAccounts live there"))
 	}
+	if o.AgentUpdatePublicKeyFile != "" {
+		key, err := readUpdatePublicKey(o.AgentUpdatePublicKeyFile)
+		if err != nil {
+			errs = append(errs, err)
+		}
+		o.agentUpdatePublicKey = key
+	}
 	return errors.Join(errs...)
+}
+
+// maxUpdatePublicKey bounds the key file: a PEM Ed25519 key is 113 bytes.
+const maxUpdatePublicKey = 4096
+
+// readUpdatePublicKey reads the operator's release key and checks it is an
+// Ed25519 public key in PEM ("PUBLIC KEY"), as the agents will.
+func readUpdatePublicKey(path string) ([]byte, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("--agent-update-public-key: %w", err)
+	}
+	if len(data) > maxUpdatePublicKey {
+		return nil, fmt.Errorf("--agent-update-public-key %s: %d bytes, more than a public key (at most %d)", path, len(data), maxUpdatePublicKey)
+	}
+	block, _ := pem.Decode(data)
+	if block == nil || block.Type != "PUBLIC KEY" {
+		return nil, fmt.Errorf("--agent-update-public-key %s: no PEM block of type PUBLIC KEY", path)
+	}
+	key, err := x509.ParsePKIXPublicKey(block.Bytes)
+	if err != nil {
+		return nil, fmt.Errorf("--agent-update-public-key %s: %w", path, err)
+	}
+	if _, ok := key.(ed25519.PublicKey); !ok {
+		return nil, fmt.Errorf("--agent-update-public-key %s: a %T, not an Ed25519 key", path, key)
+	}
+	return pem.EncodeToMemory(block), nil
 }

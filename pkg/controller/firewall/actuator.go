@@ -20,7 +20,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
-	agentconfigv1alpha1 "github.com/metal-firewall/gardener-extension-firewall/pkg/apis/agentconfig/v1alpha1"
 	firewallv1alpha1 "github.com/metal-firewall/gardener-extension-firewall/pkg/apis/firewall/v1alpha1"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/apis/firewall/validation"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/constants"
@@ -54,6 +53,9 @@ type Config struct {
 	// logged packets in the shoot; empty: drops stay in the firewall's
 	// kernel log.
 	DroptailerImage string
+	// AgentUpdatePublicKey is the PEM of the Ed25519 key agent releases are
+	// signed with; set, each agent gets it and turns its self-update on.
+	AgentUpdatePublicKey []byte
 }
 
 // DefaultShootAccessTokenValidity keeps every credential but the agent's own
@@ -110,7 +112,7 @@ func (a *actuator) Reconcile(ctx context.Context, log logr.Logger, ex *extension
 	if err := a.reconcileShootResources(ctx, ex.Namespace); err != nil {
 		return err
 	}
-	agentConfig, err := agentConfig(ex.Namespace, cfg.DNS, dropLogConfig(a.config.DroptailerImage, cfg.LogAcceptedConnections), cfg.Metrics)
+	agentConfig, err := agentConfig(ex.Namespace, cfg.DNS, dropLogConfig(a.config.DroptailerImage, cfg.LogAcceptedConnections), cfg.Metrics, len(a.config.AgentUpdatePublicKey) > 0)
 	if err != nil {
 		return err
 	}
@@ -140,9 +142,7 @@ func (a *actuator) Reconcile(ctx context.Context, log logr.Logger, ex *extension
 				AgentVersion:        cfg.AgentVersion,
 				AgentURL:            cfg.AgentURL,
 				AgentSHA256:         cfg.AgentSHA256,
-				UserdataContents: []firewallv1alpha1.UserdataContent{
-					{Path: agentconfigv1alpha1.ConfigPath, Content: string(agentConfig)},
-				},
+				UserdataContents:    agentFiles(agentConfig, a.config.AgentUpdatePublicKey),
 			},
 		}
 		switch {

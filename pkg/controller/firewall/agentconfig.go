@@ -4,6 +4,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	agentconfigv1alpha1 "github.com/metal-firewall/gardener-extension-firewall/pkg/apis/agentconfig/v1alpha1"
+	firewallv1alpha1 "github.com/metal-firewall/gardener-extension-firewall/pkg/apis/firewall/v1alpha1"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/constants"
 )
 
@@ -16,8 +17,14 @@ import (
 // bootstrap kubeconfig is a file of its own, minted per firewall by the
 // manager. dns, from the providerConfig, turns on the DNS proxy that
 // enforces the policies' toFQDNs. dropLog sends the logged packets to the
-// shoot's receiver; metrics serves the metrics to the shoot.
-func agentConfig(namespace string, dns *agentconfigv1alpha1.DNS, dropLog *agentconfigv1alpha1.DropLog, metrics *agentconfigv1alpha1.Metrics) ([]byte, error) {
+// shoot's receiver; metrics serves the metrics to the shoot. selfUpdate
+// turns the agent's self-update on, with the operator's key at
+// UpdatePublicKeyPath (see agentFiles).
+func agentConfig(namespace string, dns *agentconfigv1alpha1.DNS, dropLog *agentconfigv1alpha1.DropLog, metrics *agentconfigv1alpha1.Metrics, selfUpdate bool) ([]byte, error) {
+	firewall := &agentconfigv1alpha1.Controller{Source: agentconfigv1alpha1.SourceSeed}
+	if selfUpdate {
+		firewall.SelfUpdate = &agentconfigv1alpha1.SelfUpdate{Enabled: true, PublicKeyFile: agentconfigv1alpha1.UpdatePublicKeyPath}
+	}
 	return yaml.Marshal(&agentconfigv1alpha1.Config{
 		DNS:     dns,
 		DropLog: dropLog,
@@ -35,7 +42,7 @@ func agentConfig(namespace string, dns *agentconfigv1alpha1.DNS, dropLog *agentc
 			},
 		},
 		Controllers: agentconfigv1alpha1.Controllers{
-			Firewall: &agentconfigv1alpha1.Controller{Source: agentconfigv1alpha1.SourceSeed},
+			Firewall: firewall,
 			CWNP:     &agentconfigv1alpha1.Controller{Source: agentconfigv1alpha1.SourceShoot},
 			Service:  &agentconfigv1alpha1.Controller{Source: agentconfigv1alpha1.SourceShoot},
 			Monitor:  &agentconfigv1alpha1.Controller{Source: agentconfigv1alpha1.SourceShoot},
@@ -51,4 +58,15 @@ func dropLogConfig(droptailerImage string, logAccepted bool) *agentconfigv1alpha
 		return nil
 	}
 	return &agentconfigv1alpha1.DropLog{LogAcceptedConnections: logAccepted}
+}
+
+// agentFiles are the files the machine gets besides its boot credential:
+// the agent's config and, with the self-update on, the operator's public key
+// (no secret, but like every userdata file root's only).
+func agentFiles(config, updateKey []byte) []firewallv1alpha1.UserdataContent {
+	files := []firewallv1alpha1.UserdataContent{{Path: agentconfigv1alpha1.ConfigPath, Content: string(config)}}
+	if len(updateKey) > 0 {
+		files = append(files, firewallv1alpha1.UserdataContent{Path: agentconfigv1alpha1.UpdatePublicKeyPath, Content: string(updateKey)})
+	}
+	return files
 }

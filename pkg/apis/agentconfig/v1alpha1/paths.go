@@ -25,6 +25,9 @@ const (
 	// ShootKubeconfigPath keeps the shoot kubeconfig the agent reads through
 	// the seed, so that it reaches the shoot when the seed is gone.
 	ShootKubeconfigPath = Dir + "/shoot.kubeconfig"
+	// UpdatePublicKeyPath holds the operator's Ed25519 public key that agent
+	// releases are signed with, when the extension turns the self-update on.
+	UpdatePublicKeyPath = Dir + "/update-key.pem"
 )
 
 // BinaryPath is where the firewall image must put the agent binary: the
