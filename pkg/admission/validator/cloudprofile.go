@@ -77,7 +77,7 @@ func firewallConfigs(shoot *gardencorev1beta1.Shoot) []firewallConfig {
 }
 
 // RollWarnings reports, on an update, each change that replaces the
-// firewall machine: allowed, but the shoot owner should know.
+// firewall machine or its agent: allowed, but the shoot owner should know.
 func RollWarnings(oldShoot, shoot *gardencorev1beta1.Shoot) []string {
 	old := map[string]*firewallv1alpha1.FirewallExtensionConfig{}
 	for _, c := range firewallConfigs(oldShoot) {
@@ -100,7 +100,12 @@ func RollWarnings(oldShoot, shoot *gardencorev1beta1.Shoot) []string {
 		changed("project", before.Project, c.config.Project, now)
 		changed("networks", strings.Join(before.Networks, ","), strings.Join(c.config.Networks, ","), now)
 		changed("image", before.Image, c.config.Image, maintenance)
-		changed("agentVersion", before.AgentVersion, c.config.AgentVersion, maintenance)
+		// The agent version is not part of the machine: with the self-update on,
+		// the running agent switches to it; nothing is replaced.
+		if before.AgentVersion != c.config.AgentVersion {
+			warnings = append(warnings, fmt.Sprintf("%s changes from %q to %q: the firewall's agent updates itself to it %s where the operator turned the self-update on; the machine stays",
+				c.fldPath.Child("agentVersion"), before.AgentVersion, c.config.AgentVersion, maintenance))
+		}
 	}
 	return warnings
 }

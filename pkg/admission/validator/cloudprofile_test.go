@@ -158,6 +158,12 @@ var _ = Describe("the CloudProfile", func() {
 		Expect(resp.Allowed).To(BeTrue(), "%v", resp.Result)
 		Expect(resp.Warnings).To(ConsistOf(`spec.extensions[1].providerConfig.image changes from "firewall-ubuntu-2.0" to "firewall-ubuntu-3.0": a new firewall machine replaces the running one in the shoot's maintenance window`))
 
+		agentOld := firewallShoot("metal", firewallConfig("c1-xlarge-x86", "firewall-ubuntu-3.0", "fra-equ01", `,"agentVersion":"v2.2.0"`))
+		resp = handle(metal, admissionv1.Update, firewallShoot("metal", firewallConfig("c1-xlarge-x86", "firewall-ubuntu-3.0", "fra-equ01", `,"agentVersion":"v2.3.0"`)), agentOld)
+		Expect(resp.Allowed).To(BeTrue(), "%v", resp.Result)
+		Expect(resp.Warnings).To(ConsistOf(`spec.extensions[1].providerConfig.agentVersion changes from "v2.2.0" to "v2.3.0": the firewall's agent updates itself to it in the shoot's maintenance window where the operator turned the self-update on; the machine stays`),
+			"the agent version is no part of the machine")
+
 		resp = handle(metal, admissionv1.Update, old, old)
 		Expect(resp.Allowed).To(BeTrue())
 		Expect(resp.Warnings).To(BeEmpty())
