@@ -179,17 +179,6 @@ var _ = Describe("Control plane migration end to end", func() {
 		Expect(err).NotTo(HaveOccurred())
 		DeferCleanup(func() { _ = other.Close() })
 
-		By("opening a connection through the machine before the agent enforces anything")
-		conn, err := framework.DialFrom(intNS, serverAddr, 5*time.Second)
-		Expect(err).NotTo(HaveOccurred())
-		DeferCleanup(func() { _ = conn.Close() })
-		kept := framework.NewEchoConn(conn)
-		echo := func(msg string) {
-			GinkgoHelper()
-			Expect(kept.Echo(msg)).To(Succeed(), "the connection opened before must carry %q", msg)
-		}
-		echo("before the firewall enforces")
-
 		By("letting the machine reach both seeds and the shoot as a firewall reaches their endpoints")
 		fwdCtx, stopForward := context.WithCancel(context.Background())
 		DeferCleanup(stopForward)
@@ -237,6 +226,17 @@ var _ = Describe("Control plane migration end to end", func() {
 			g.Expect(cShoot.Get(ctx, client.ObjectKeyFromObject(policy), policy)).To(Succeed())
 			return policy.Status.State
 		}).WithTimeout(2 * time.Minute).Should(Equal(firewallv1alpha1.PolicyStateDeployed))
+		// A booting firewall forwards nothing until its agent applied its rules
+		// (firewall-agent boot): the connection opens once the policy allows it.
+		By("opening a connection through the machine, which the policy allows")
+		conn, err := framework.DialFrom(intNS, serverAddr, 5*time.Second)
+		Expect(err).NotTo(HaveOccurred())
+		DeferCleanup(func() { _ = conn.Close() })
+		kept := framework.NewEchoConn(conn)
+		echo := func(msg string) {
+			GinkgoHelper()
+			Expect(kept.Echo(msg)).To(Succeed(), "the connection opened before must carry %q", msg)
+		}
 		echo("while seed A manages the firewall: the policy allows it")
 		Eventually(func(g Gomega) {
 			fws := seedFirewalls(ctx, cA, namespace)
