@@ -55,8 +55,8 @@ type demo struct {
 	wiring  framework.Wiring
 	// listeners are the echo servers: outside (behind ext0) and on the node.
 	listeners []net.Listener
-	// kept is the node's connection to the outside server, opened before
-	// the firewall enforced anything.
+	// kept is the node's connection to the outside server, opened once the
+	// shoot's policy allowed it and followed through the migration.
 	kept *framework.EchoConn
 
 	steps []string

@@ -43,12 +43,12 @@ func (d *demo) showEnforcement(_ context.Context) error {
 	if after <= before {
 		return fmt.Errorf("the agent's drop rule counted no packet (%d before, %d after)", before, after)
 	}
-	d.n.say("A new connection from outside (%s) to the node's %s now gets no answer within 2 s: dropped (it connected before the rules); the agent's drop rule counted %d packets of it",
+	d.n.say("A new connection from outside (%s) to the node's %s gets no answer within 2 s: dropped; the agent's drop rule counted %d packets of it",
 		d.wiring.Outside, d.nodeAddr(), after-before)
 	if err := d.kept.Echo("while seed A manages the firewall"); err != nil {
-		return fmt.Errorf("the connection opened before the rules: %w", err)
+		return fmt.Errorf("the node's kept connection: %w", err)
 	}
-	d.n.say("The node's connection to %s, opened before the rules, still carries data: established connections stay accepted", d.outsideAddr())
+	d.n.say("The node's connection to %s, opened under the policy, still carries data: established connections stay accepted", d.outsideAddr())
 	d.n.proved("the agent enforces its rules inside the machine: a new connection from outside is dropped, an established one is kept")
 	return nil
 }

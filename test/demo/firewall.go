@@ -57,19 +57,16 @@ func (d *demo) bringUpFirewall(ctx context.Context) error {
 	d.n.say("Wired: a node %s behind the machine (%s), a server %s outside it; echo servers on %s and %s",
 		d.wiring.Node, d.wiring.NodesCIDR, d.wiring.Outside, d.nodeAddr(), d.outsideAddr())
 
-	conn, err := framework.DialFrom(d.wiring.InternalNetNS, d.outsideAddr(), 5*time.Second)
-	if err != nil {
-		return fmt.Errorf("the node's connection to the outside server: %w", err)
+	// The agent's boot step installed a closed table (no last good ruleset
+	// yet): a booting firewall forwards nothing unfiltered.
+	if err := d.droppedFromNode(d.outsideAddr()); err != nil {
+		return fmt.Errorf("before the agent applied its rules: %w", err)
 	}
-	d.kept = framework.NewEchoConn(conn)
-	if err := d.kept.Echo("before the firewall enforces"); err != nil {
-		return err
+	if err := d.droppedFromOutside(); err != nil {
+		return fmt.Errorf("before the agent applied its rules: %w", err)
 	}
-	d.n.say("Before the agent enforces anything: the node opened a TCP connection to %s and got its line back", d.outsideAddr())
-	if err := d.connectFromOutside(); err != nil {
-		return fmt.Errorf("before the agent enforces, a connection from outside must connect: %w", err)
-	}
-	d.n.say("Control: a new connection from outside (%s) to the node's %s connects too, while no rules are in force", d.wiring.Outside, d.nodeAddr())
+	d.n.say("Before the agent has applied any rules the machine forwards nothing: the node's connection to %s and one from outside (%s) to the node's %s get no answer (the agent's boot step installed a closed table)",
+		d.outsideAddr(), d.wiring.Outside, d.nodeAddr())
 
 	// The control planes listen on this host's loopback; a real firewall
 	// reaches its seed's and its shoot's endpoints over the network.

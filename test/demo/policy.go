@@ -70,9 +70,9 @@ func (d *demo) applyPolicy(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("a new connection from the node to %s, which the policy allows: %w", d.outsideAddr(), err)
 	}
-	err = framework.NewEchoConn(conn).Echo("allowed by the policy")
-	_ = conn.Close()
-	if err != nil {
+	// Kept open: it is the connection the rest of the demo follows.
+	d.kept = framework.NewEchoConn(conn)
+	if err := d.kept.Echo("allowed by the policy"); err != nil {
 		return err
 	}
 	other := net.JoinHostPort(d.wiring.Outside, otherOutsidePort)
@@ -84,9 +84,9 @@ func (d *demo) applyPolicy(ctx context.Context) error {
 	}
 	d.n.say("A new connection from the node to %s connects; one to %s, which no policy allows, gets no answer: dropped", d.outsideAddr(), other)
 	if err := d.kept.Echo("under the shoot's policy"); err != nil {
-		return fmt.Errorf("the connection opened before the rules, which the policy allows: %w", err)
+		return fmt.Errorf("the connection the policy allowed: %w", err)
 	}
-	d.n.say("The node's connection to %s, opened before any rule, carries data: the policy allows it", d.outsideAddr())
+	d.n.say("The node keeps its connection to %s open; the rest of the demo follows it", d.outsideAddr())
 
 	fws, err := framework.Firewalls(ctx, d.seedA.c, shootNamespace)
 	if err != nil {
