@@ -21,6 +21,7 @@ import (
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/firewall/metrics/metricstest"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/firewall/nftables"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/firewall/ruleset"
+	"github.com/metal-firewall/gardener-extension-firewall/pkg/utils/atomicfile"
 )
 
 // fakeApplier records what it is asked to apply.
@@ -101,9 +102,7 @@ var _ = Describe("Agent", func() {
 		a    *agent.Agent
 	)
 	write := func(content string) {
-		tmp := path + ".tmp"
-		Expect(os.WriteFile(tmp, []byte(content), 0o600)).To(Succeed())
-		Expect(os.Rename(tmp, path)).To(Succeed())
+		Expect(atomicfile.Write(path, []byte(content), 0o600)).To(Succeed())
 	}
 	BeforeEach(func() {
 		path = filepath.Join(GinkgoT().TempDir(), "config.yaml")

@@ -12,8 +12,6 @@ import (
 	"crypto/x509/pkix"
 	"fmt"
 	"math/big"
-	"os"
-	"path/filepath"
 	"time"
 
 	certificatesv1 "k8s.io/api/certificates/v1"
@@ -27,6 +25,7 @@ import (
 	"k8s.io/client-go/util/certificate/csr"
 
 	firewallv1alpha1 "github.com/metal-firewall/gardener-extension-firewall/pkg/apis/firewall/v1alpha1"
+	"github.com/metal-firewall/gardener-extension-firewall/pkg/utils/atomicfile"
 )
 
 // Credential is a signed client certificate and its key, both PEM.
@@ -122,30 +121,5 @@ func WriteKubeconfig(path, server string, caPEM []byte, cred *Credential) error 
 	if err != nil {
 		return err
 	}
-	return WriteSecretFile(path, data)
-}
-
-// WriteSecretFile replaces the file at path with data, readable by its owner
-// only, atomically: a reader sees the old or the new content, never a part.
-func WriteSecretFile(path string, data []byte) error {
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return err
-	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+"-*")
-	if err != nil {
-		return err
-	}
-	defer func() { _ = os.Remove(tmp.Name()) }()
-	if err := tmp.Chmod(0o600); err != nil {
-		_ = tmp.Close()
-		return err
-	}
-	if _, err := tmp.Write(data); err != nil {
-		_ = tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
+	return atomicfile.Write(path, data, 0o600)
 }

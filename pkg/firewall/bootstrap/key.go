@@ -10,6 +10,8 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+
+	"github.com/metal-firewall/gardener-extension-firewall/pkg/utils/atomicfile"
 )
 
 // LoadOrCreateKey returns the agent's identity key from path, generating and
@@ -32,7 +34,7 @@ func LoadOrCreateKey(path string) (*ecdsa.PrivateKey, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := WriteSecretFile(path, pemData); err != nil {
+	if err := atomicfile.Write(path, pemData, 0o600); err != nil {
 		return nil, fmt.Errorf("writing the identity key: %w", err)
 	}
 	return key, nil

@@ -7,9 +7,9 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/firewall/ruleset"
+	"github.com/metal-firewall/gardener-extension-firewall/pkg/utils/atomicfile"
 )
 
 // formatVersion is written with the ruleset; a file of another version is
@@ -34,7 +34,7 @@ func Save(path string, rs *ruleset.Ruleset) error {
 	if err != nil {
 		return fmt.Errorf("last good ruleset: %w", err)
 	}
-	if err := writeDurably(path, data); err != nil {
+	if err := atomicfile.Write(path, data, 0o600); err != nil {
 		return fmt.Errorf("last good ruleset %s: %w", path, err)
 	}
 	return nil
@@ -97,47 +97,4 @@ func check(rs *ruleset.Ruleset) error {
 		}
 	}
 	return errors.New("ruleset.Chains: no forward chain with policy drop")
-}
-
-// writeDurably writes data to a temporary file next to path (mode 0600,
-// directory 0700), syncs it, renames it over path and syncs the directory.
-func writeDurably(path string, data []byte) error {
-	dir := filepath.Dir(path)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return err
-	}
-	// Temporary files of a writer that was killed are never renamed: remove them.
-	stale, _ := filepath.Glob(filepath.Join(dir, "."+filepath.Base(path)+"-*"))
-	for _, f := range stale {
-		_ = os.Remove(f)
-	}
-	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+"-*")
-	if err != nil {
-		return err
-	}
-	defer func() { _ = os.Remove(tmp.Name()) }()
-	if err := tmp.Chmod(0o600); err != nil {
-		_ = tmp.Close()
-		return err
-	}
-	if _, err := tmp.Write(data); err != nil {
-		_ = tmp.Close()
-		return err
-	}
-	if err := tmp.Sync(); err != nil {
-		_ = tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		return err
-	}
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer func() { _ = d.Close() }()
-	return d.Sync()
 }

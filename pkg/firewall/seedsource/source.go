@@ -29,6 +29,7 @@ import (
 	agentconfigv1alpha1 "github.com/metal-firewall/gardener-extension-firewall/pkg/apis/agentconfig/v1alpha1"
 	fwv1alpha1 "github.com/metal-firewall/gardener-extension-firewall/pkg/apis/firewall/v1alpha1"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/firewall/bootstrap"
+	"github.com/metal-firewall/gardener-extension-firewall/pkg/utils/atomicfile"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/utils/seal"
 )
 
@@ -125,7 +126,7 @@ func (s *Source) TakeDelivered(ctx context.Context, sealed []byte) (bool, error)
 	if current, err := os.ReadFile(path); err == nil && bytes.Equal(current, kubeconfig) {
 		return false, nil
 	}
-	if err := bootstrap.WriteSecretFile(path, kubeconfig); err != nil {
+	if err := atomicfile.Write(path, kubeconfig, 0o600); err != nil {
 		return false, fmt.Errorf("writing the delivered bootstrap kubeconfig to %s: %w", path, err)
 	}
 	s.Log.Info("a new bootstrap kubeconfig arrived through the shoot; bootstrapping with it", "path", path)

@@ -6,6 +6,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/metal-firewall/gardener-extension-firewall/pkg/utils/atomicfile"
 )
 
 // Suffixes of the files beside the installed binary.
@@ -40,7 +42,7 @@ func install(executable, staged string) error {
 	if err := os.Rename(staged, executable); err != nil {
 		return fmt.Errorf("installing %s as %s: %w", staged, executable, err)
 	}
-	return syncDir(filepath.Dir(executable))
+	return atomicfile.SyncDir(filepath.Dir(executable))
 }
 
 func copyFile(from, to string) error {

@@ -23,7 +23,7 @@ import (
 
 	agentconfigv1alpha1 "github.com/metal-firewall/gardener-extension-firewall/pkg/apis/agentconfig/v1alpha1"
 	fwv1alpha1 "github.com/metal-firewall/gardener-extension-firewall/pkg/apis/firewall/v1alpha1"
-	"github.com/metal-firewall/gardener-extension-firewall/pkg/firewall/bootstrap"
+	"github.com/metal-firewall/gardener-extension-firewall/pkg/utils/atomicfile"
 )
 
 // AccessSecretKubeconfigKey is the key of the kubeconfig in the shoot access
@@ -77,7 +77,7 @@ func (s *Source) Store(kubeconfig []byte) error {
 	if _, err := clientcmd.Load(kubeconfig); err != nil {
 		return fmt.Errorf("the shoot kubeconfig from the seed is invalid: %w", err)
 	}
-	if err := bootstrap.WriteSecretFile(s.Config.Kubeconfig, kubeconfig); err != nil {
+	if err := atomicfile.Write(s.Config.Kubeconfig, kubeconfig, 0o600); err != nil {
 		return err
 	}
 	s.Log.Info("stored a fresh shoot kubeconfig", "path", s.Config.Kubeconfig)

@@ -6,8 +6,9 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"path/filepath"
 	"slices"
+
+	"github.com/metal-firewall/gardener-extension-firewall/pkg/utils/atomicfile"
 )
 
 // DefaultRecordPath is where the agent records the addresses it added.
@@ -68,14 +69,7 @@ func (r *record) save() error {
 	if err != nil {
 		return err
 	}
-	if err := os.MkdirAll(filepath.Dir(r.path), 0o700); err != nil {
-		return fmt.Errorf("record of added SNAT addresses: %w", err)
-	}
-	tmp := r.path + ".tmp"
-	if err := os.WriteFile(tmp, data, 0o600); err != nil {
-		return fmt.Errorf("record of added SNAT addresses: %w", err)
-	}
-	if err := os.Rename(tmp, r.path); err != nil {
+	if err := atomicfile.Write(r.path, data, 0o600); err != nil {
 		return fmt.Errorf("record of added SNAT addresses: %w", err)
 	}
 	return nil

@@ -24,6 +24,7 @@ import (
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/firewall/metrics/metricstest"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/firewall/nftables"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/firewall/ruleset"
+	"github.com/metal-firewall/gardener-extension-firewall/pkg/utils/atomicfile"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/utils/netns"
 )
 
@@ -51,9 +52,7 @@ controllers:
 
 func writeConfig(path, content string) {
 	// Write and rename, as config management does, so a reader never sees half a file.
-	tmp := path + ".tmp"
-	ExpectWithOffset(1, os.WriteFile(tmp, []byte(content), 0o600)).To(Succeed())
-	ExpectWithOffset(1, os.Rename(tmp, path)).To(Succeed())
+	ExpectWithOffset(1, atomicfile.Write(path, []byte(content), 0o600)).To(Succeed())
 }
 
 var _ = Describe("firewall agent in network namespaces", func() {

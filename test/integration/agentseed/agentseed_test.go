@@ -26,6 +26,7 @@ import (
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/firewall/nftables"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/firewall/ruleset"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/firewall/seedsource"
+	"github.com/metal-firewall/gardener-extension-firewall/pkg/utils/atomicfile"
 )
 
 // recorder is an Applier that remembers what it was asked to apply; the
@@ -82,9 +83,7 @@ func prepareSeed(ctx SpecContext, s *seedEnv, name, prefix, path string) {
 	Expect(err).NotTo(HaveOccurred())
 	kubeconfig, err := credentials.BootstrapKubeconfig(s.cp.Config.Host, s.cp.Config.CAData, tok.Token)
 	Expect(err).NotTo(HaveOccurred())
-	tmp := path + ".tmp"
-	Expect(os.WriteFile(tmp, kubeconfig, 0o600)).To(Succeed())
-	Expect(os.Rename(tmp, path)).To(Succeed())
+	Expect(atomicfile.Write(path, kubeconfig, 0o600)).To(Succeed())
 }
 
 // agentStatus returns what the agent last reported about its Firewall.

@@ -26,6 +26,7 @@ import (
 	agentconfigv1alpha1 "github.com/metal-firewall/gardener-extension-firewall/pkg/apis/agentconfig/v1alpha1"
 	firewallv1alpha1 "github.com/metal-firewall/gardener-extension-firewall/pkg/apis/firewall/v1alpha1"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/controller/manager/machine"
+	"github.com/metal-firewall/gardener-extension-firewall/pkg/utils/atomicfile"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/utils/netns"
 )
 
@@ -276,11 +277,7 @@ func (p *Provider) write(rec *record) error {
 	if err != nil {
 		return err
 	}
-	tmp := filepath.Join(p.dir(rec.ID), recordFile+".tmp")
-	if err := os.WriteFile(tmp, data, 0o600); err != nil {
-		return err
-	}
-	return os.Rename(tmp, filepath.Join(p.dir(rec.ID), recordFile))
+	return atomicfile.Write(filepath.Join(p.dir(rec.ID), recordFile), data, 0o600)
 }
 
 // Delete stops the agent, removes the namespace (and with it the veth
