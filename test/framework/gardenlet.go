@@ -85,22 +85,11 @@ func Migrate(ctx context.Context, c client.Client, ex *extensionsv1alpha1.Extens
 // annotate it with restore, and wait until the restore succeeded.
 func Restore(ctx context.Context, c client.Client, migrated *extensionsv1alpha1.Extension, state *runtime.RawExtension, timeout time.Duration) (*extensionsv1alpha1.Extension, error) {
 	ex := &extensionsv1alpha1.Extension{
-		ObjectMeta: metav1.ObjectMeta{Name: migrated.Name, Namespace: migrated.Namespace, Annotations: map[string]string{v1beta1constants.GardenerOperation: v1beta1constants.GardenerOperationWaitForState}},
+		ObjectMeta: metav1.ObjectMeta{Name: migrated.Name, Namespace: migrated.Namespace},
 		Spec:       migrated.Spec,
 	}
-	if err := c.Create(ctx, ex); err != nil {
+	if err := PrepareRestore(ctx, c, ex, state, timeout); err != nil {
 		return nil, err
-	}
-	// The extension may write the object meanwhile: retry on conflicts.
-	if err := WaitUntil(ctx, timeout, func(ctx context.Context) error {
-		if err := c.Get(ctx, client.ObjectKeyFromObject(ex), ex); err != nil {
-			return err
-		}
-		ex.Status.State = state
-		ex.Status.LastOperation = &gardencorev1beta1.LastOperation{Type: gardencorev1beta1.LastOperationTypeRestore, State: gardencorev1beta1.LastOperationStatePending, LastUpdateTime: metav1.Now()}
-		return c.Status().Update(ctx, ex)
-	}); err != nil {
-		return nil, fmt.Errorf("writing the state: %w", err)
 	}
 	if err := WaitUntil(ctx, timeout, func(ctx context.Context) error {
 		if err := c.Get(ctx, client.ObjectKeyFromObject(ex), ex); err != nil {
@@ -113,6 +102,29 @@ func Restore(ctx context.Context, c client.Client, migrated *extensionsv1alpha1.
 	}
 	// Gardener's generic reconciler may report the restore as a reconcile.
 	return ex, WaitForLastOperation(ctx, c, ex, regexp.MustCompile(`^(Restore|Reconcile) Succeeded$`), timeout)
+}
+
+// PrepareRestore does gardenlet's first restore steps on the destination
+// seed: create ex with wait-for-state, then write the state saved by Migrate
+// and a pending Restore. The restore annotation is left to the caller, so a
+// test can act in between.
+func PrepareRestore(ctx context.Context, c client.Client, ex *extensionsv1alpha1.Extension, state *runtime.RawExtension, timeout time.Duration) error {
+	metav1.SetMetaDataAnnotation(&ex.ObjectMeta, v1beta1constants.GardenerOperation, v1beta1constants.GardenerOperationWaitForState)
+	if err := c.Create(ctx, ex); err != nil {
+		return err
+	}
+	// The extension may write the object meanwhile: retry on conflicts.
+	if err := WaitUntil(ctx, timeout, func(ctx context.Context) error {
+		if err := c.Get(ctx, client.ObjectKeyFromObject(ex), ex); err != nil {
+			return err
+		}
+		ex.Status.State = state
+		ex.Status.LastOperation = &gardencorev1beta1.LastOperation{Type: gardencorev1beta1.LastOperationTypeRestore, State: gardencorev1beta1.LastOperationStatePending, LastUpdateTime: metav1.Now()}
+		return c.Status().Update(ctx, ex)
+	}); err != nil {
+		return fmt.Errorf("writing the state: %w", err)
+	}
+	return nil
 }
 
 // UpdateProviderConfig changes the Extension's providerConfig and asks for a

@@ -45,6 +45,7 @@ import (
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/constants"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/utils/seal"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/webhook/envoyfilter"
+	"github.com/metal-firewall/gardener-extension-firewall/test/framework"
 	"github.com/metal-firewall/gardener-extension-firewall/test/testenv"
 )
 
@@ -354,16 +355,7 @@ var _ = Describe("The extension under the chart's RBAC", func() {
 
 		By("restoring")
 		ex = newExtension(namespace, "firewall", string(ex.Spec.ProviderConfig.Raw))
-		ex.Annotations[v1beta1constants.GardenerOperation] = v1beta1constants.GardenerOperationWaitForState
-		Expect(admin.Create(ctx, ex)).To(Succeed())
-		Eventually(func() error {
-			if err := admin.Get(ctx, client.ObjectKeyFromObject(ex), ex); err != nil {
-				return err
-			}
-			ex.Status.State = state
-			ex.Status.LastOperation = &gardencorev1beta1.LastOperation{Type: gardencorev1beta1.LastOperationTypeRestore, State: gardencorev1beta1.LastOperationStatePending, LastUpdateTime: metav1.Now()}
-			return admin.Status().Update(ctx, ex)
-		}).Should(Succeed())
+		Expect(framework.PrepareRestore(ctx, admin, ex, state, time.Minute)).To(Succeed())
 		annotate(ctx, ex, v1beta1constants.GardenerOperationRestore)
 		Eventually(lastOperation(ctx, ex)).Should(MatchRegexp(`^(Restore|Reconcile) Processing$`), "the restore waits for the agent to report into this seed")
 		Eventually(func(g Gomega) {

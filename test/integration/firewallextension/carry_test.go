@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	firewallv1alpha1 "github.com/metal-firewall/gardener-extension-firewall/pkg/apis/firewall/v1alpha1"
+	"github.com/metal-firewall/gardener-extension-firewall/test/framework"
 )
 
 var _ = Describe("Extension firewall migration of the lifecycle", func() {
@@ -50,16 +51,7 @@ var _ = Describe("Extension firewall migration of the lifecycle", func() {
 
 		createShootWith(ctx, seedB, namespace, shoot)
 		exB := newExtension(namespace, string(ex.Spec.ProviderConfig.Raw))
-		exB.Annotations = map[string]string{v1beta1constants.GardenerOperation: v1beta1constants.GardenerOperationWaitForState}
-		Expect(seedB.client.Create(ctx, exB)).To(Succeed())
-		Eventually(func() error {
-			if err := seedB.client.Get(ctx, client.ObjectKeyFromObject(exB), exB); err != nil {
-				return err
-			}
-			exB.Status.State = state
-			exB.Status.LastOperation = &gardencorev1beta1.LastOperation{Type: gardencorev1beta1.LastOperationTypeRestore, State: gardencorev1beta1.LastOperationStatePending, LastUpdateTime: metav1.Now()}
-			return seedB.client.Status().Update(ctx, exB)
-		}).Should(Succeed())
+		Expect(framework.PrepareRestore(ctx, seedB.client, exB, state, time.Minute)).To(Succeed())
 		annotate(ctx, seedB, exB, v1beta1constants.GardenerOperationRestore, nil)
 		Eventually(func() string {
 			beatAndCountReady(ctx, seedB, namespace)()

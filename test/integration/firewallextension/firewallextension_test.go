@@ -279,23 +279,8 @@ var _ = Describe("Extension firewall", func() {
 		createShoot(ctx, seedB, namespace)
 		// As gardenlet restores: create with wait-for-state, write the state, then annotate restore.
 		exB := newExtension(namespace, providerConfig)
-		exB.Annotations = map[string]string{v1beta1constants.GardenerOperation: v1beta1constants.GardenerOperationWaitForState}
-		Expect(seedB.client.Create(ctx, exB)).To(Succeed())
-		Eventually(func() error {
-			if err := seedB.client.Get(ctx, client.ObjectKeyFromObject(exB), exB); err != nil {
-				return err
-			}
-			exB.Status.State = state
-			exB.Status.LastOperation = &gardencorev1beta1.LastOperation{Type: gardencorev1beta1.LastOperationTypeRestore, State: gardencorev1beta1.LastOperationStatePending, LastUpdateTime: metav1.Now()}
-			return seedB.client.Status().Update(ctx, exB)
-		}).Should(Succeed())
-		Eventually(func() error {
-			if err := seedB.client.Get(ctx, client.ObjectKeyFromObject(exB), exB); err != nil {
-				return err
-			}
-			metav1.SetMetaDataAnnotation(&exB.ObjectMeta, v1beta1constants.GardenerOperation, v1beta1constants.GardenerOperationRestore)
-			return seedB.client.Update(ctx, exB)
-		}).Should(Succeed())
+		Expect(framework.PrepareRestore(ctx, seedB.client, exB, state, time.Minute)).To(Succeed())
+		annotate(ctx, seedB, exB, v1beta1constants.GardenerOperationRestore, nil)
 		// The restore is done once the firewall's agent reports into seed B.
 		Eventually(func() string {
 			beatAndCountReady(ctx, seedB, namespace)()

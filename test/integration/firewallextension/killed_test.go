@@ -7,7 +7,6 @@ import (
 	"sync"
 	"time"
 
-	gardencorev1beta1 "github.com/gardener/gardener/pkg/apis/core/v1beta1"
 	v1beta1constants "github.com/gardener/gardener/pkg/apis/core/v1beta1/constants"
 	extensionsv1alpha1 "github.com/gardener/gardener/pkg/apis/extensions/v1alpha1"
 	resourcesv1alpha1 "github.com/gardener/gardener/pkg/apis/resources/v1alpha1"
@@ -17,12 +16,12 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	firewallv1alpha1 "github.com/metal-firewall/gardener-extension-firewall/pkg/apis/firewall/v1alpha1"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/constants"
 	firewallcontroller "github.com/metal-firewall/gardener-extension-firewall/pkg/controller/firewall"
+	"github.com/metal-firewall/gardener-extension-firewall/test/framework"
 )
 
 // errKilled is the write a killed extension never made.
@@ -182,16 +181,7 @@ var _ = Describe("The extension killed after every step of migrate and of restor
 		By("restoring in seed B, killed before each of its writes in turn")
 		createShoot(ctx, seedB, namespace)
 		exB := newExtension(namespace, providerConfig)
-		exB.Annotations = map[string]string{v1beta1constants.GardenerOperation: v1beta1constants.GardenerOperationWaitForState}
-		Expect(seedB.client.Create(ctx, exB)).To(Succeed())
-		Eventually(func() error {
-			if err := seedB.client.Get(ctx, client.ObjectKeyFromObject(exB), exB); err != nil {
-				return err
-			}
-			exB.Status.State = state
-			exB.Status.LastOperation = &gardencorev1beta1.LastOperation{Type: gardencorev1beta1.LastOperationTypeRestore, State: gardencorev1beta1.LastOperationStatePending, LastUpdateTime: metav1.Now()}
-			return seedB.client.Status().Update(ctx, exB)
-		}).Should(Succeed())
+		Expect(framework.PrepareRestore(ctx, seedB.client, exB, state, time.Minute)).To(Succeed())
 		// The agent keeps reporting while the restores come and go.
 		beatCtx, stopBeats := context.WithCancel(ctx)
 		beats := make(chan struct{})
