@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 )
 
@@ -68,4 +69,23 @@ func MachineRoot(stateDir string, rec MachineRecord) string {
 // AgentLog is the machine's firewall-agent output.
 func AgentLog(stateDir string, rec MachineRecord) string {
 	return filepath.Join(stateDir, rec.ID, "agent.log")
+}
+
+// AgentLogs is the log of every machine's agent in stateDir, each under a
+// header naming the machine: what a failed spec prints.
+func AgentLogs(stateDir string) string {
+	recs, err := Machines(stateDir)
+	if err != nil {
+		return fmt.Sprintf("no agent logs: %v\n", err)
+	}
+	var b strings.Builder
+	for _, rec := range recs {
+		data, err := os.ReadFile(AgentLog(stateDir, rec))
+		if err != nil {
+			fmt.Fprintf(&b, "agent log of %s: %v\n", rec.ID, err)
+			continue
+		}
+		fmt.Fprintf(&b, "agent log of %s:\n%s\n", rec.ID, data)
+	}
+	return b.String()
 }

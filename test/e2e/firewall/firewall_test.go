@@ -2,8 +2,6 @@ package firewall_test
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"os/exec"
 	"path/filepath"
 	"regexp"
@@ -36,17 +34,11 @@ var _ = Describe("Firewall extension end to end", func() {
 		Expect(err).NotTo(HaveOccurred())
 
 		By("running the extension with the local machine provider")
-		suffix := make([]byte, 3)
-		_, _ = rand.Read(suffix)
-		id := hex.EncodeToString(suffix)
 		stateDir := filepath.Join(dir, "machines")
-		provider, err := local.New(local.Options{StateDir: stateDir, AgentPath: agentBinary, InternalNetNS: "e2e-int-" + id, ExternalNetNS: "e2e-ext-" + id})
+		machines, err := framework.NewLocalMachines("e2e", local.Options{StateDir: stateDir, AgentPath: agentBinary})
 		Expect(err).NotTo(HaveOccurred())
-		DeferCleanup(func() {
-			for _, ns := range []string{"e2e-int-" + id, "e2e-ext-" + id} {
-				_ = exec.Command("ip", "netns", "delete", ns).Run()
-			}
-		})
+		DeferCleanup(machines.DeleteNetNS)
+		id, provider := machines.ID, machines.Provider
 		// The seed stands in for the shoot: the agent only keeps its kubeconfig.
 		stop := startExtension(seed, seed, provider)
 		DeferCleanup(func() { stop() })

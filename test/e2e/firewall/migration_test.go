@@ -2,9 +2,7 @@ package firewall_test
 
 import (
 	"context"
-	"crypto/rand"
 	"encoding/base64"
-	"encoding/hex"
 	"encoding/json"
 	"net"
 	"os"
@@ -134,19 +132,12 @@ var _ = Describe("Control plane migration end to end", func() {
 		Expect(err).NotTo(HaveOccurred())
 
 		By("running the extension in both seeds over one machine infrastructure")
-		suffix := make([]byte, 3)
-		_, _ = rand.Read(suffix)
-		id := hex.EncodeToString(suffix)
-		intNS, extNS := "mig-int-"+id, "mig-ext-"+id
 		stateDir := filepath.Join(dir, "machines")
-		localProvider, err := local.New(local.Options{StateDir: stateDir, AgentPath: agentBinary, InternalNetNS: intNS, ExternalNetNS: extNS})
+		machines, err := framework.NewLocalMachines("mig", local.Options{StateDir: stateDir, AgentPath: agentBinary})
 		Expect(err).NotTo(HaveOccurred())
-		DeferCleanup(func() {
-			for _, ns := range []string{intNS, extNS} {
-				_ = exec.Command("ip", "netns", "delete", ns).Run()
-			}
-		})
-		provider := &framework.CountingProvider{Provider: localProvider}
+		DeferCleanup(machines.DeleteNetNS)
+		id, intNS, extNS := machines.ID, machines.InternalNetNS, machines.ExternalNetNS
+		provider := &framework.CountingProvider{Provider: machines.Provider}
 		stopA := startExtension(seedA, shoot, provider)
 		DeferCleanup(func() { stopA() })
 		stopB := startExtension(seedB, shoot, provider)
@@ -163,8 +154,7 @@ var _ = Describe("Control plane migration end to end", func() {
 		rec := waitForMachine(ctx, stateDir)
 		DeferCleanup(func() {
 			if CurrentSpecReport().Failed() {
-				agentLog, _ := os.ReadFile(framework.AgentLog(stateDir, rec))
-				GinkgoWriter.Printf("agent log:\n%s\n", agentLog)
+				GinkgoWriter.Print(framework.AgentLogs(stateDir))
 			}
 		})
 		wiring := framework.DefaultWiring(intNS, extNS)

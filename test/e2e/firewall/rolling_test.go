@@ -2,11 +2,8 @@ package firewall_test
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"fmt"
 	"net"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
@@ -77,19 +74,12 @@ var _ = Describe("Rolling replacement end to end", func() {
 		cShoot, err := client.New(shoot.Config, client.Options{Scheme: framework.ShootScheme})
 		Expect(err).NotTo(HaveOccurred())
 
-		suffix := make([]byte, 3)
-		_, _ = rand.Read(suffix)
-		id := hex.EncodeToString(suffix)
-		intNS, extNS := "roll-int-"+id, "roll-ext-"+id
 		stateDir := filepath.Join(dir, "machines")
-		localProvider, err := local.New(local.Options{StateDir: stateDir, AgentPath: agentBinary, InternalNetNS: intNS, ExternalNetNS: extNS})
+		machines, err := framework.NewLocalMachines("roll", local.Options{StateDir: stateDir, AgentPath: agentBinary})
 		Expect(err).NotTo(HaveOccurred())
-		DeferCleanup(func() {
-			for _, ns := range []string{intNS, extNS} {
-				_ = exec.Command("ip", "netns", "delete", ns).Run()
-			}
-		})
-		provider := &framework.CountingProvider{Provider: localProvider}
+		DeferCleanup(machines.DeleteNetNS)
+		id, intNS, extNS := machines.ID, machines.InternalNetNS, machines.ExternalNetNS
+		provider := &framework.CountingProvider{Provider: machines.Provider}
 		stop := startExtension(seed, shoot, provider)
 		DeferCleanup(func() { stop() })
 
@@ -121,11 +111,7 @@ var _ = Describe("Rolling replacement end to end", func() {
 		reachControlPlanes(first)
 		DeferCleanup(func() {
 			if CurrentSpecReport().Failed() {
-				recs, _ := framework.Machines(stateDir)
-				for _, rec := range recs {
-					agentLog, _ := os.ReadFile(framework.AgentLog(stateDir, rec))
-					GinkgoWriter.Printf("agent log of %s:\n%s\n", rec.ID, agentLog)
-				}
+				GinkgoWriter.Print(framework.AgentLogs(stateDir))
 			}
 		})
 		readyFirewalls := func() []string {

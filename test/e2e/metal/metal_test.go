@@ -2,11 +2,8 @@ package metal_test
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"fmt"
 	"net"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"time"
@@ -36,15 +33,11 @@ const project = "p1"
 var _ = Describe("Firewall on metal end to end", func() {
 	It("allocates once although the allocation times out, enforces policies on real packets, migrates with one allocation, rolls new-machine-first, and frees", func(ctx SpecContext) {
 		dir := GinkgoT().TempDir()
-		suffix := make([]byte, 3)
-		_, _ = rand.Read(suffix)
-		id := hex.EncodeToString(suffix)
-		intNS, extNS := "met-int-"+id, "met-ext-"+id
-		DeferCleanup(func() {
-			for _, ns := range []string{intNS, extNS} {
-				_ = exec.Command("ip", "netns", "delete", ns).Run()
-			}
-		})
+		stateDir := filepath.Join(dir, "machines")
+		machines, err := framework.NewLocalMachines("met", local.Options{StateDir: stateDir, AgentPath: agentBinary, NetNSPrefix: "met-"})
+		Expect(err).NotTo(HaveOccurred())
+		DeferCleanup(machines.DeleteNetNS)
+		id, intNS, extNS := machines.ID, machines.InternalNetNS, machines.ExternalNetNS
 
 		By("starting the shoot's control plane and two seeds")
 		shoot := startControlPlane(framework.StartShoot, "shoot")
@@ -58,10 +51,7 @@ var _ = Describe("Firewall on metal end to end", func() {
 		Expect(err).NotTo(HaveOccurred())
 
 		By("starting the metal-api, whose hardware boots machines as network namespaces")
-		stateDir := filepath.Join(dir, "machines")
-		localProvider, err := local.New(local.Options{StateDir: stateDir, AgentPath: agentBinary, InternalNetNS: intNS, ExternalNetNS: extNS, NetNSPrefix: "met-"})
-		Expect(err).NotTo(HaveOccurred())
-		hardware := &metalapi.LocalHardware{Provider: localProvider}
+		hardware := &metalapi.LocalHardware{Provider: machines.Provider}
 		opts := metalapi.Inventory(project)
 		opts.Hardware = hardware
 		server, err := metalapi.New(opts)
@@ -126,8 +116,7 @@ var _ = Describe("Firewall on metal end to end", func() {
 		}).Should(BeTrue())
 		DeferCleanup(func() {
 			if CurrentSpecReport().Failed() {
-				agentLog, _ := os.ReadFile(framework.AgentLog(stateDir, rec))
-				GinkgoWriter.Printf("agent log:\n%s\n", agentLog)
+				GinkgoWriter.Print(framework.AgentLogs(stateDir))
 			}
 		})
 		wiring := framework.DefaultWiring(intNS, extNS)
