@@ -1,24 +1,18 @@
 package agent_test
 
 import (
-	"context"
 	"fmt"
-	"net/url"
-	"os"
 	"path/filepath"
-	"strconv"
 	"time"
 
 	"github.com/miekg/dns"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	fwv1alpha1 "github.com/metal-firewall/gardener-extension-firewall/pkg/apis/firewall/v1alpha1"
-	"github.com/metal-firewall/gardener-extension-firewall/test/roottest"
 )
 
 const dnsShootAgentConfig = `name: fw-0
@@ -44,20 +38,8 @@ var _ = Describe("toFQDNs in the shoot's policies", func() {
 			"--host-record=x.wild.example.com,"+wildAddr, "--host-record=target.example.org,"+targetAddr)
 
 		admin, kubeconfig := startShoot(ctx)
-		restCfg, err := clientcmd.RESTConfigFromKubeConfig(kubeconfig)
-		Expect(err).NotTo(HaveOccurred())
-		server, err := url.Parse(restCfg.Host)
-		Expect(err).NotTo(HaveOccurred())
-		port, err := strconv.Atoi(server.Port())
-		Expect(err).NotTo(HaveOccurred())
-		// The agent runs in the firewall's namespace; the shoot's API server
-		// listens on the host's loopback.
-		forward, stop := context.WithCancel(context.Background())
-		DeferCleanup(stop)
-		Expect(roottest.ForwardLoopback(forward, t.fw, port)).To(Succeed())
-		dir := GinkgoT().TempDir()
-		kubeconfigPath := filepath.Join(dir, "shoot.kubeconfig")
-		Expect(os.WriteFile(kubeconfigPath, kubeconfig, 0o600)).To(Succeed())
+		reachShootFrom(t.fw, kubeconfig)
+		dir, kubeconfigPath := writeShootKubeconfig(kubeconfig)
 		cfgPath := filepath.Join(dir, "config.yaml")
 		writeConfig(cfgPath, fmt.Sprintf(dnsShootAgentConfig, kubeconfigPath, resolverV4))
 

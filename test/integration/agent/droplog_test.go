@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
-	"os"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -163,8 +162,7 @@ var _ = Describe("firewall agent drop log", func() {
 			},
 			Ports: []discoveryv1.EndpointPort{{Name: ptr.To(droplog.ReceiverPortName), Port: &port}},
 		})).To(Succeed())
-		path := filepath.Join(GinkgoT().TempDir(), "shoot.kubeconfig")
-		Expect(os.WriteFile(path, kubeconfig, 0o600)).To(Succeed())
+		_, path := writeShootKubeconfig(kubeconfig)
 		shoot := &droplog.Shoot{Kubeconfig: path, Namespace: "firewall"}
 		Expect(shoot.Endpoint(ctx)).To(Equal("https://192.0.2.10:8443" + droplog.EventsPath))
 
@@ -185,9 +183,7 @@ var _ = Describe("firewall agent drop log", func() {
 		admin, kubeconfig := startShoot(ctx)
 		out, url := startReceiver(ctx, admin, kubeconfig)
 
-		dir := GinkgoT().TempDir()
-		kubeconfigPath := filepath.Join(dir, "shoot.kubeconfig")
-		Expect(os.WriteFile(kubeconfigPath, kubeconfig, 0o600)).To(Succeed())
+		dir, kubeconfigPath := writeShootKubeconfig(kubeconfig)
 		cfgPath := filepath.Join(dir, "config.yaml")
 		writeConfig(cfgPath, fmt.Sprintf(shootAgentConfig, kubeconfigPath)+
 			// The receiver listens on the loopback, which no EndpointSlice may name.

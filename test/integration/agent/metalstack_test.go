@@ -6,10 +6,8 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
-	"net/url"
 	"os"
 	"path/filepath"
-	"strconv"
 	"time"
 
 	"github.com/miekg/dns"
@@ -28,7 +26,6 @@ import (
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/firewall/nftables"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/firewall/shootsource"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/utils/netns"
-	"github.com/metal-firewall/gardener-extension-firewall/test/roottest"
 	"github.com/metal-firewall/gardener-extension-firewall/test/testenv"
 )
 
@@ -158,9 +155,7 @@ var _ = Describe("firewall agent with metal-stack.io/v1 policies in the shoot", 
 		fcmMonitor.Object["conditions"] = []any{}
 		Expect(admin.Create(ctx, fcmMonitor)).To(Succeed())
 
-		dir := GinkgoT().TempDir()
-		kubeconfigPath := filepath.Join(dir, "shoot.kubeconfig")
-		Expect(os.WriteFile(kubeconfigPath, kubeconfig, 0o600)).To(Succeed())
+		dir, kubeconfigPath := writeShootKubeconfig(kubeconfig)
 		cfgPath := filepath.Join(dir, "config.yaml")
 		writeConfig(cfgPath, fmt.Sprintf(shootAgentConfig, kubeconfigPath))
 		a := &agent.Agent{ConfigPath: cfgPath, Applier: nftables.NewProgrammer(t.fw.Path()), Log: slog.New(slog.NewTextHandler(GinkgoWriter, nil)),
@@ -260,18 +255,8 @@ var _ = Describe("firewall agent with a metal-stack.io/v1 toFQDNs policy", func(
 		dnsmasqOn(t.outside, []string{resolverV4}, "--host-record=example.com,"+exampleAddr, "--host-record=other.example.org,"+otherAddr)
 
 		admin, kubeconfig := startShoot(ctx, testenv.MetalStackShootCRDPaths()...)
-		restCfg, err := clientcmd.RESTConfigFromKubeConfig(kubeconfig)
-		Expect(err).NotTo(HaveOccurred())
-		server, err := url.Parse(restCfg.Host)
-		Expect(err).NotTo(HaveOccurred())
-		port, err := strconv.Atoi(server.Port())
-		Expect(err).NotTo(HaveOccurred())
-		forward, stop := context.WithCancel(context.Background())
-		DeferCleanup(stop)
-		Expect(roottest.ForwardLoopback(forward, t.fw, port)).To(Succeed())
-		dir := GinkgoT().TempDir()
-		kubeconfigPath := filepath.Join(dir, "shoot.kubeconfig")
-		Expect(os.WriteFile(kubeconfigPath, kubeconfig, 0o600)).To(Succeed())
+		reachShootFrom(t.fw, kubeconfig)
+		dir, kubeconfigPath := writeShootKubeconfig(kubeconfig)
 		cfgPath := filepath.Join(dir, "config.yaml")
 		writeConfig(cfgPath, fmt.Sprintf(dnsShootAgentConfig, kubeconfigPath, resolverV4))
 

@@ -2,8 +2,6 @@ package agent_test
 
 import (
 	"log/slog"
-	"os"
-	"path/filepath"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -44,8 +42,7 @@ var _ = Describe("firewall agent's FirewallMonitor of metal-stack's format", fun
 				crds = testenv.MetalStackShootCRDPaths()
 			}
 			admin, kubeconfig := startShoot(ctx, crds...)
-			path := filepath.Join(GinkgoT().TempDir(), "shoot.kubeconfig")
-			Expect(os.WriteFile(path, kubeconfig, 0o600)).To(Succeed())
+			_, path := writeShootKubeconfig(kubeconfig)
 			src := &shootsource.Source{Config: agentconfigv1alpha1.ShootSource{Kubeconfig: path, Namespace: "firewall"}, Name: "fw-new",
 				Log: slog.New(slog.NewTextHandler(GinkgoWriter, nil))}
 			Expect(src.MetalStackMonitor(ctx, monitoredFirewall(), status)).To(Succeed())

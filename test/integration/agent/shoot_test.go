@@ -4,8 +4,10 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -28,6 +30,8 @@ import (
 	firewallcontroller "github.com/metal-firewall/gardener-extension-firewall/pkg/controller/firewall"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/firewall/agent"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/firewall/nftables"
+	"github.com/metal-firewall/gardener-extension-firewall/pkg/utils/netns"
+	"github.com/metal-firewall/gardener-extension-firewall/test/roottest"
 	"github.com/metal-firewall/gardener-extension-firewall/test/testenv"
 )
 
@@ -96,6 +100,31 @@ func startShoot(ctx SpecContext, crdPaths ...string) (client.Client, []byte) {
 	return admin, kubeconfig
 }
 
+// writeShootKubeconfig writes the agent's shoot kubeconfig (0600) into a
+// temporary folder of the spec and returns the folder and the file.
+func writeShootKubeconfig(kubeconfig []byte) (string, string) {
+	GinkgoHelper()
+	dir := GinkgoT().TempDir()
+	path := filepath.Join(dir, "shoot.kubeconfig")
+	Expect(os.WriteFile(path, kubeconfig, 0o600)).To(Succeed())
+	return dir, path
+}
+
+// reachShootFrom lets a process in ns reach the shoot's API server: it
+// listens on the host's loopback, which a network namespace does not share.
+func reachShootFrom(ns *netns.NS, kubeconfig []byte) {
+	GinkgoHelper()
+	restCfg, err := clientcmd.RESTConfigFromKubeConfig(kubeconfig)
+	Expect(err).NotTo(HaveOccurred())
+	server, err := url.Parse(restCfg.Host)
+	Expect(err).NotTo(HaveOccurred())
+	port, err := strconv.Atoi(server.Port())
+	Expect(err).NotTo(HaveOccurred())
+	forward, stop := context.WithCancel(context.Background())
+	DeferCleanup(stop)
+	Expect(roottest.ForwardLoopback(forward, ns, port)).To(Succeed())
+}
+
 var _ = Describe("firewall agent with the shoot source", func() {
 	It("enforces the shoot's ClusterwideNetworkPolicies, reports their state and a FirewallMonitor, and keeps the rules without the shoot", func(ctx SpecContext) {
 		t := newTopology()
@@ -110,9 +139,7 @@ var _ = Describe("firewall agent with the shoot source", func() {
 		Expect(asAgent.List(ctx, &corev1.SecretList{}, client.InNamespace("firewall"))).To(Satisfy(apierrors.IsForbidden), "the agent reads no secret but its delivered one")
 		Expect(asAgent.Create(ctx, &fwv1alpha1.ClusterwideNetworkPolicy{ObjectMeta: metav1.ObjectMeta{Name: "x", Namespace: "firewall"}})).To(Satisfy(apierrors.IsForbidden), "the agent writes no policy")
 
-		dir := GinkgoT().TempDir()
-		kubeconfigPath := filepath.Join(dir, "shoot.kubeconfig")
-		Expect(os.WriteFile(kubeconfigPath, kubeconfig, 0o600)).To(Succeed())
+		dir, kubeconfigPath := writeShootKubeconfig(kubeconfig)
 		cfgPath := filepath.Join(dir, "config.yaml")
 		writeConfig(cfgPath, fmt.Sprintf(shootAgentConfig, kubeconfigPath))
 		a := &agent.Agent{ConfigPath: cfgPath, Applier: nftables.NewProgrammer(t.fw.Path()), Log: slog.New(slog.NewTextHandler(GinkgoWriter, nil)),

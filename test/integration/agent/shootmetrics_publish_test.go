@@ -1,11 +1,8 @@
 package agent_test
 
 import (
-	"context"
 	"fmt"
 	"net"
-	"net/url"
-	"os"
 	"path/filepath"
 	"strconv"
 	"time"
@@ -20,7 +17,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	fwv1alpha1 "github.com/metal-firewall/gardener-extension-firewall/pkg/apis/firewall/v1alpha1"
-	"github.com/metal-firewall/gardener-extension-firewall/test/roottest"
 )
 
 const publishAgentConfig = `name: fw-0
@@ -42,18 +38,8 @@ var _ = Describe("the agent's metrics published in the shoot", func() {
 	It("writes an EndpointSlice of the metrics Service with its internal address, which the nodes can scrape and the outside cannot", func(ctx SpecContext) {
 		t := newTopology()
 		admin, kubeconfig := startShoot(ctx)
-		restCfg, err := clientcmd.RESTConfigFromKubeConfig(kubeconfig)
-		Expect(err).NotTo(HaveOccurred())
-		server, err := url.Parse(restCfg.Host)
-		Expect(err).NotTo(HaveOccurred())
-		port, err := strconv.Atoi(server.Port())
-		Expect(err).NotTo(HaveOccurred())
-		forward, stop := context.WithCancel(context.Background())
-		DeferCleanup(stop)
-		Expect(roottest.ForwardLoopback(forward, t.fw, port)).To(Succeed())
-		dir := GinkgoT().TempDir()
-		kubeconfigPath := filepath.Join(dir, "shoot.kubeconfig")
-		Expect(os.WriteFile(kubeconfigPath, kubeconfig, 0o600)).To(Succeed())
+		reachShootFrom(t.fw, kubeconfig)
+		dir, kubeconfigPath := writeShootKubeconfig(kubeconfig)
 		cfgPath := filepath.Join(dir, "config.yaml")
 		writeConfig(cfgPath, fmt.Sprintf(publishAgentConfig, kubeconfigPath))
 
@@ -99,6 +85,8 @@ var _ = Describe("the agent's metrics published in the shoot", func() {
 		}).WithTimeout(30 * time.Second).Should(Succeed())
 
 		By("the agent's rights: its own slices, nothing else")
+		restCfg, err := clientcmd.RESTConfigFromKubeConfig(kubeconfig)
+		Expect(err).NotTo(HaveOccurred())
 		asAgent, err := client.New(restCfg, client.Options{Scheme: shootScheme})
 		Expect(err).NotTo(HaveOccurred())
 		// Listing the firewall namespace's slices it may: that is how it finds the drop receiver.

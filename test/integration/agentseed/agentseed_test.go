@@ -86,6 +86,26 @@ func prepareSeed(ctx SpecContext, s *seedEnv, name, prefix, path string) {
 	Expect(atomicfile.Write(path, kubeconfig, 0o600)).To(Succeed())
 }
 
+// agentFiles are the files of an agent that reads its Firewall from the seed.
+type agentFiles struct{ dir, bootstrap, seed, config string }
+
+// seedAgent prepares the Firewall name in s and writes the config of its
+// agent on the seed source into a temporary folder; firewallExtra adds to
+// the firewall controller's entry (", selfUpdate: {...}").
+func seedAgent(ctx SpecContext, s *seedEnv, name, prefix, firewallExtra string) agentFiles {
+	GinkgoHelper()
+	dir := GinkgoT().TempDir()
+	f := agentFiles{dir: dir, bootstrap: filepath.Join(dir, "bootstrap.kubeconfig"), seed: filepath.Join(dir, "seed.kubeconfig"), config: filepath.Join(dir, "config.yaml")}
+	prepareSeed(ctx, s, name, prefix, f.bootstrap)
+	Expect(os.WriteFile(f.config, []byte(fmt.Sprintf(`name: %s
+sources:
+  seed: {bootstrapKubeconfig: %s, kubeconfig: %s, namespace: %s}
+controllers:
+  firewall: {source: seed%s}
+`, name, f.bootstrap, f.seed, namespace, firewallExtra)), 0o600)).To(Succeed())
+	return f
+}
+
 // agentStatus returns what the agent last reported about its Firewall.
 func agentStatus(ctx SpecContext, s *seedEnv) firewallv1alpha1.AgentStatus {
 	fw := &firewallv1alpha1.Firewall{}
@@ -114,17 +134,8 @@ func heartbeat(ctx SpecContext, s *seedEnv) func() string {
 
 var _ = Describe("Agent seed source", func() {
 	It("bootstraps, enforces the Firewall's spec, reports a heartbeat, and follows the firewall to a new seed", func(ctx SpecContext) {
-		dir := GinkgoT().TempDir()
-		bootstrapPath := filepath.Join(dir, "bootstrap.kubeconfig")
-		seedPath := filepath.Join(dir, "seed.kubeconfig")
-		configPath := filepath.Join(dir, "config.yaml")
-		prepareSeed(ctx, seedA, "fw-0", "10.9.0.0/24", bootstrapPath)
-		Expect(os.WriteFile(configPath, []byte(fmt.Sprintf(`name: fw-0
-sources:
-  seed: {bootstrapKubeconfig: %s, kubeconfig: %s, namespace: %s}
-controllers:
-  firewall: {source: seed}
-`, bootstrapPath, seedPath, namespace)), 0o600)).To(Succeed())
+		files := seedAgent(ctx, seedA, "fw-0", "10.9.0.0/24", "")
+		dir, bootstrapPath, seedPath, configPath := files.dir, files.bootstrap, files.seed, files.config
 
 		applier := &recorder{}
 		a := &agent.Agent{ConfigPath: configPath, Applier: applier, Log: slog.New(slog.NewTextHandler(GinkgoWriter, nil)),

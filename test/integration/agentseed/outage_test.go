@@ -37,17 +37,8 @@ func outage() time.Duration {
 var _ = Describe("the seed's kube-apiserver stopped", func() {
 	It("keeps the rules, reports the seed down, retries at its interval without leaking, and is back within seconds with its own identity", func(ctx SpecContext) {
 		seed := startSeed("seed-outage")
-		dir := GinkgoT().TempDir()
-		bootstrapPath := filepath.Join(dir, "bootstrap.kubeconfig")
-		seedPath := filepath.Join(dir, "seed.kubeconfig")
-		configPath := filepath.Join(dir, "config.yaml")
-		prepareSeed(ctx, seed, "fw-0", "10.20.0.0/24", bootstrapPath)
-		Expect(os.WriteFile(configPath, []byte(fmt.Sprintf(`name: fw-0
-sources:
-  seed: {bootstrapKubeconfig: %s, kubeconfig: %s, namespace: %s}
-controllers:
-  firewall: {source: seed}
-`, bootstrapPath, seedPath, namespace)), 0o600)).To(Succeed())
+		files := seedAgent(ctx, seed, "fw-0", "10.20.0.0/24", "")
+		seedPath, configPath := files.seed, files.config
 
 		logs := gbytes.NewBuffer()
 		log := slog.New(slog.NewTextHandler(io.MultiWriter(GinkgoWriter, logs), nil))

@@ -8,7 +8,6 @@ import (
 	"crypto/x509"
 	"encoding/hex"
 	"encoding/pem"
-	"fmt"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -31,16 +30,8 @@ import (
 var _ = Describe("Agent self-update from the seed", func() {
 	It("reports Disabled without a key, then refuses a downgrade and a bad signature in its AgentStatus", func(ctx SpecContext) {
 		const name = "fw-update"
-		dir := GinkgoT().TempDir()
-		bootstrapPath := filepath.Join(dir, "bootstrap.kubeconfig")
-		configPath := filepath.Join(dir, "config.yaml")
-		prepareSeed(ctx, seedA, name, "10.20.0.0/24", bootstrapPath)
-		Expect(os.WriteFile(configPath, []byte(fmt.Sprintf(`name: %s
-sources:
-  seed: {bootstrapKubeconfig: %s, kubeconfig: %s, namespace: %s}
-controllers:
-  firewall: {source: seed, selfUpdate: {enabled: true}}
-`, name, bootstrapPath, filepath.Join(dir, "seed.kubeconfig"), namespace)), 0o600)).To(Succeed())
+		files := seedAgent(ctx, seedA, name, "10.20.0.0/24", ", selfUpdate: {enabled: true}")
+		dir, configPath := files.dir, files.config
 		exe := filepath.Join(dir, "firewall-agent")
 		Expect(os.WriteFile(exe, []byte("installed"), 0o755)).To(Succeed())
 
