@@ -3,6 +3,7 @@ module github.com/metal-firewall/gardener-extension-firewall
 go 1.26.5
 
 require (
+	github.com/andybalholm/brotli v1.2.2
 	github.com/cncf/xds/go v0.0.0-20260202195803-dba9d589def2
 	github.com/coreos/ignition/v2 v2.26.0
 	github.com/emicklei/go-restful/v3 v3.13.0
@@ -66,7 +67,6 @@ require (
 	github.com/VictoriaMetrics/metrics v1.44.0 // indirect
 	github.com/VictoriaMetrics/metricsql v0.87.3 // indirect
 	github.com/VictoriaMetrics/operator/api v0.74.1 // indirect
-	github.com/andybalholm/brotli v1.2.2 // indirect
 	github.com/antlr4-go/antlr/v4 v4.13.1 // indirect
 	github.com/armon/go-metrics v0.4.1 // indirect
 	github.com/aws/aws-sdk-go-v2 v1.42.0 // indirect

@@ -1,18 +1,30 @@
 package acl
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
+	"io"
+	"net/netip"
+	"strings"
 	"time"
 
+	"github.com/andybalholm/brotli"
 	resourcesv1alpha1 "github.com/gardener/gardener/pkg/apis/resources/v1alpha1"
 	"github.com/gardener/gardener/pkg/utils/managedresources"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	. "github.com/onsi/gomega/gstruct"
+	"google.golang.org/protobuf/proto"
 	istionetworkingv1alpha3 "istio.io/client-go/pkg/apis/networking/v1alpha3"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/metal-firewall/gardener-extension-firewall/pkg/acl/envoy"
 )
 
 var _ = Describe("envoyFilters", func() {
@@ -36,6 +48,47 @@ var _ = Describe("envoyFilters", func() {
 		a = newTestActuator(Config{},
 			// A data Secret of an earlier version of the ManagedResource, and one of another.
 			secret("managedresource-"+name+"-0ld"), secret("managedresource-other-0ld"))
+	})
+
+	It("deploys one filter as JSON that gardener-resource-manager's decoder reads as one object", func() {
+		ef, err := envoy.ShardEnvoyFilter("istio-ingress", map[string]string{"istio": "ingressgateway"}, envoy.Shard{Prefix: "shoot--p--",
+			Shoots: []envoy.ShootPolicy{{Namespace: namespace, Action: "ALLOW", Type: "remote_ip", Allowed: []netip.Prefix{netip.MustParsePrefix("192.0.2.0/24")}}}})
+		Expect(err).NotTo(HaveOccurred())
+		raw, err := json.Marshal(ef)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(newEnvoyFilters(a.client, namespace, name).deployOne(ctx, raw)).To(Succeed())
+
+		mr := &resourcesv1alpha1.ManagedResource{}
+		Expect(a.client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, mr)).To(Succeed())
+		Expect(mr.Spec.SecretRefs).To(HaveLen(1))
+		data := &corev1.Secret{}
+		Expect(a.client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: mr.Spec.SecretRefs[0].Name}, data)).To(Succeed())
+		// As gardener-resource-manager's managedresource reconciler reads each key.
+		var decoded []map[string]any
+		for key, value := range data.Data {
+			var reader io.Reader = bytes.NewReader(value)
+			if strings.HasSuffix(key, resourcesv1alpha1.BrotliCompressionSuffix) {
+				reader = brotli.NewReader(reader)
+			}
+			decoder := yaml.NewYAMLOrJSONDecoder(reader, 1024)
+			for {
+				var obj map[string]any
+				err := decoder.Decode(&obj)
+				if err == io.EOF {
+					break
+				}
+				Expect(err).NotTo(HaveOccurred())
+				decoded = append(decoded, obj)
+			}
+		}
+		Expect(decoded).To(HaveLen(1))
+		u := &unstructured.Unstructured{Object: decoded[0]}
+		Expect(u.GroupVersionKind()).To(Equal(istionetworkingv1alpha3.SchemeGroupVersion.WithKind("EnvoyFilter")))
+		Expect(client.ObjectKeyFromObject(u)).To(Equal(client.ObjectKeyFromObject(ef)))
+		back := &istionetworkingv1alpha3.EnvoyFilter{}
+		Expect(runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, back)).To(Succeed())
+		Expect(back.Spec.ConfigPatches).To(HaveLen(len(ef.Spec.ConfigPatches)))
+		Expect(proto.Equal(&back.Spec, &ef.Spec)).To(BeTrue(), "the filter as rendered")
 	})
 
 	It("deploys the filters as one seed ManagedResource", func() {

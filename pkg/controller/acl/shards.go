@@ -100,7 +100,7 @@ func (a *actuator) deployFilter(ctx context.Context, namespace, name, fingerprin
 		return fmt.Errorf("the EnvoyFilter %s/%s would be %d bytes for %d ACL shoots, more than %d: lower the CIDR limit",
 			namespace, ef.Name, len(raw), shoots, maxEnvoyFilterBytes)
 	}
-	if err := newEnvoyFilters(a.client, namespace, name, ef).Deploy(ctx); err != nil {
+	if err := newEnvoyFilters(a.client, namespace, name).deployOne(ctx, raw); err != nil {
 		return fmt.Errorf("deploying the EnvoyFilter %s/%s: %w", namespace, ef.Name, err)
 	}
 	if a.deployed == nil {
