@@ -46,16 +46,24 @@ func (s Shard) ID() string {
 // namespaces, recursively. The result depends on the set of shoots only (no state): adding or
 // changing a shoot changes its shard only, unless the shard then splits.
 func Shards(shoots []ShootPolicy, budget int) ([]Shard, error) {
+	weights := make([]int, len(shoots))
+	for i, s := range shoots {
+		weights[i] = Weight(s)
+	}
+	return ShardsByWeight(shoots, weights, budget)
+}
+
+// ShardsByWeight is Shards with each shoot's Weight given: a caller that keeps them for
+// unchanged shoots saves building every shoot's config on each partition.
+func ShardsByWeight(shoots []ShootPolicy, weights []int, budget int) ([]Shard, error) {
+	if len(weights) != len(shoots) {
+		return nil, fmt.Errorf("%d weights for %d shoots", len(weights), len(shoots))
+	}
 	var restricted []weighted
-	for _, s := range shoots {
-		if !s.Restricts() {
-			continue
+	for i, s := range shoots {
+		if s.Restricts() {
+			restricted = append(restricted, weighted{s, weights[i]})
 		}
-		w, err := weight(s)
-		if err != nil {
-			return nil, err
-		}
-		restricted = append(restricted, weighted{s, w})
 	}
 	if len(restricted) == 0 {
 		return nil, nil
@@ -76,9 +84,9 @@ type weighted struct {
 	bytes int
 }
 
-// weight is the size a shoot adds to a shard's config for one header: its policy.
-func weight(s ShootPolicy) (int, error) {
-	return proto.Size(httpConnectPolicies([]ShootPolicy{s}, DestinationHeader)), nil
+// Weight is the size a shoot adds to a shard's config for one header: its policy's.
+func Weight(s ShootPolicy) int {
+	return proto.Size(httpConnectPolicies([]ShootPolicy{s}, DestinationHeader))
 }
 
 func partition(prefix string, shoots []weighted, budget int) []Shard {

@@ -51,9 +51,7 @@ var _ = Describe("Shards", func() {
 		for _, sh := range shards {
 			size := 0
 			for _, s := range sh.Shoots {
-				w, err := weight(s)
-				Expect(err).NotTo(HaveOccurred())
-				size += w
+				size += Weight(s)
 				Expect(strings.HasPrefix(s.Namespace, sh.Prefix)).To(BeTrue(), "%s in shard %q", s.Namespace, sh.Prefix)
 			}
 			Expect(size <= ShardBudgetBytes || len(sh.Shoots) == 1).To(BeTrue(), "shard %q holds %d bytes", sh.Prefix, size)
@@ -69,13 +67,32 @@ var _ = Describe("Shards", func() {
 		}
 	})
 
+	It("partitions by the weights given as it does by the computed ones, and refuses a count that does not match", func() {
+		shoots := shootsNamed("shoot--p--a", "shoot--p--b", "shoot--q--c", "shoot--q--d")
+		budget := Weight(shoots[0]) * 2
+		want, err := Shards(shoots, budget)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(len(want)).To(BeNumerically(">=", 2), "the budget splits them")
+		weights := make([]int, len(shoots))
+		for i, s := range shoots {
+			weights[i] = Weight(s)
+		}
+		Expect(ShardsByWeight(shoots, weights, budget)).To(Equal(want))
+		By("weights say where a shard splits")
+		heavy := append([]int{}, weights...)
+		heavy[0] = budget + 1
+		got, err := ShardsByWeight(shoots, heavy, budget)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(got).NotTo(Equal(want))
+		_, err = ShardsByWeight(shoots, weights[1:], budget)
+		Expect(err).To(MatchError("3 weights for 4 shoots"))
+	})
+
 	It("dispatches a namespace that is the prefix of another shard's to its own shard", func() {
 		// shoot--p--a's socket destination "shoot--p--a--kube-apiserver-socket" starts with the
 		// prefix "shoot--p--a-" of the shard of shoot--p--a-x, once they are split apart.
 		shoots := shootsNamed("shoot--p--a", "shoot--p--a-x", "shoot--p--a-y")
-		w, err := weight(shoots[0])
-		Expect(err).NotTo(HaveOccurred())
-		shards, err := Shards(shoots, w)
+		shards, err := Shards(shoots, Weight(shoots[0]))
 		Expect(err).NotTo(HaveOccurred())
 		Expect(len(shards)).To(BeNumerically(">=", 2))
 		of := shardOf(shards)

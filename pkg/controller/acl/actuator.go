@@ -41,6 +41,8 @@ type actuator struct {
 	always []netip.Prefix
 	// shared coalesces the rebuilds of the shared filters (shared.go).
 	shared sharedRebuilds
+	// decoded keeps the statuses rebuilds read, decoded (decoded.go).
+	decoded decodedStatuses
 	// deployed remembers what each shard's ManagedResource holds, so that a rebuild writes the
 	// shards that changed only (shards.go). Rebuilds run one at a time.
 	deployed map[string]string

@@ -31,11 +31,17 @@ func shardManagedResourceName(sh envoy.Shard) string {
 // EnvoyFilter (listener filters and the dispatch to the shards), then removes the shards that
 // are gone. A shoot's change so rewrites its shard only; the root changes only when shards split
 // or merge. Every change is an ECDS update: no listener changes, no connection is reset.
-func (a *actuator) deployShards(ctx context.Context, namespace string, selector map[string]string, shoots []envoy.ShootPolicy) error {
-	if len(shoots) == 0 {
+func (a *actuator) deployShards(ctx context.Context, namespace string, selector map[string]string, statuses []*shootStatus) error {
+	if len(statuses) == 0 {
 		return a.destroyShards(ctx, namespace, nil, true)
 	}
-	shards, err := envoy.Shards(shoots, envoy.ShardBudgetBytes)
+	shoots := make([]envoy.ShootPolicy, len(statuses))
+	weights := make([]int, len(statuses))
+	contributions := make(map[string]string, len(statuses))
+	for i, s := range statuses {
+		shoots[i], weights[i], contributions[s.namespace] = s.policy, s.weight, s.contribution
+	}
+	shards, err := envoy.ShardsByWeight(shoots, weights, envoy.ShardBudgetBytes)
 	if err != nil {
 		return err
 	}
@@ -43,7 +49,7 @@ func (a *actuator) deployShards(ctx context.Context, namespace string, selector 
 	for _, sh := range shards {
 		name := shardManagedResourceName(sh)
 		keep[name] = true
-		if err := a.deployFilter(ctx, namespace, name, inputs(selector, sh.Prefix, sh.Shoots), len(sh.Shoots), func() (*istionetworkingv1alpha3.EnvoyFilter, error) {
+		if err := a.deployFilter(ctx, namespace, name, inputs(selector, sh.Prefix, contributionsOf(sh.Shoots, contributions)), len(sh.Shoots), func() (*istionetworkingv1alpha3.EnvoyFilter, error) {
 			return envoy.ShardEnvoyFilter(namespace, selector, sh)
 		}); err != nil {
 			return err
@@ -68,6 +74,16 @@ func inputs(selector map[string]string, prefix string, v any) string {
 	raw, _ := json.Marshal([]any{selector, prefix, v})
 	sum := sha256.Sum256(raw)
 	return hex.EncodeToString(sum[:])
+}
+
+// contributionsOf fingerprints a shard's shoots by their contributions, which cover their
+// policies: cheaper than encoding every policy of the shard again.
+func contributionsOf(shoots []envoy.ShootPolicy, contributions map[string]string) []string {
+	out := make([]string, 0, len(shoots))
+	for _, s := range shoots {
+		out = append(out, s.Namespace+"="+contributions[s.Namespace])
+	}
+	return out
 }
 
 func namespacesOf(shards []envoy.Shard) [][]string {

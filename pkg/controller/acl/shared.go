@@ -15,10 +15,8 @@ import (
 	extensionsv1alpha1 "github.com/gardener/gardener/pkg/apis/extensions/v1alpha1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/metal-firewall/gardener-extension-firewall/pkg/acl/envoy"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/acl/providerstatus"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/apis/acl/v1alpha1"
-	"github.com/metal-firewall/gardener-extension-firewall/pkg/constants"
 )
 
 // sharedRebuilds coalesces the rebuilds of the shared filters. A rebuild lists every acl
@@ -199,32 +197,28 @@ func (a *actuator) rebuildShared(ctx context.Context, namespaces []string) error
 	if err != nil {
 		return err
 	}
+	a.decoded.retain(statuses)
+	sort.Slice(statuses, func(i, j int) bool { return statuses[i].namespace < statuses[j].namespace })
 	for _, ns := range namespaces {
-		var shoots []envoy.ShootPolicy
+		var shoots []*shootStatus
 		var selector map[string]string
 		built := map[string]string{}
 		for _, s := range statuses {
 			if !slices.Contains(s.status.IngressNamespaces, ns) {
 				continue
 			}
-			shoots = append(shoots, providerstatus.ShootPolicy(s.namespace, s.status))
-			built[s.namespace] = contribution(s.namespace, s.status)
+			shoots = append(shoots, s)
+			built[s.namespace] = s.contribution
 			if selector == nil && s.status.Selectors != nil {
 				selector = s.status.Selectors[ns]
 			}
 		}
-		sort.Slice(shoots, func(i, j int) bool { return shoots[i].Namespace < shoots[j].Namespace })
 		if err := a.deployShards(ctx, ns, selector, shoots); err != nil {
 			return err
 		}
 		a.shared.recordBuilt(ns, built)
 	}
 	return nil
-}
-
-type shootStatus struct {
-	namespace string
-	status    *v1alpha1.ExtensionStatus
 }
 
 // cacheCatchUp is how long a rebuild waits for the informer cache to show the statuses written
@@ -236,7 +230,7 @@ const cacheCatchUp = 3 * time.Second
 // costs it and this process a full encode and decode of thousands of objects. The cache is used
 // once it shows every contribution this process wrote and has not yet seen built; while it
 // lags, the rebuild waits up to cacheCatchUp, then lists around it.
-func (a *actuator) statusesForRebuild(ctx context.Context) ([]shootStatus, error) {
+func (a *actuator) statusesForRebuild(ctx context.Context) ([]*shootStatus, error) {
 	expected := a.shared.expectations()
 	wait := cacheCatchUp
 	if a.shared.catchUp > 0 {
@@ -248,9 +242,9 @@ func (a *actuator) statusesForRebuild(ctx context.Context) ([]shootStatus, error
 		if err != nil {
 			return nil, err
 		}
-		if caughtUp(items, expected) {
+		if a.caughtUp(items, expected) {
 			a.shared.settle(expected)
-			return statusesOf(items, nil), nil
+			return a.statusesOf(items, nil), nil
 		}
 		if time.Now().After(deadline) {
 			listed, err := a.aclStatuses(ctx)
@@ -270,7 +264,7 @@ func (a *actuator) statusesForRebuild(ctx context.Context) ([]shootStatus, error
 
 // caughtUp says whether the Extensions carry every expected contribution. It decodes the
 // statuses of the expected shoots only: while the cache lags it is asked every 50 ms.
-func caughtUp(items []extensionsv1alpha1.Extension, expected map[string]string) bool {
+func (a *actuator) caughtUp(items []extensionsv1alpha1.Extension, expected map[string]string) bool {
 	if len(expected) == 0 {
 		return true
 	}
@@ -281,8 +275,8 @@ func caughtUp(items []extensionsv1alpha1.Extension, expected map[string]string) 
 		}
 	}
 	seen := make(map[string]string, len(expected))
-	for _, s := range statusesOf(candidates, nil) {
-		seen[s.namespace] = contribution(s.namespace, s.status)
+	for _, s := range a.statusesOf(candidates, nil) {
+		seen[s.namespace] = s.contribution
 	}
 	for shoot, fp := range expected {
 		if seen[shoot] != fp {
@@ -302,14 +296,13 @@ func (a *actuator) cachedExtensions(ctx context.Context) ([]extensionsv1alpha1.E
 	return list.Items, nil
 }
 
-func statusesOf(items []extensionsv1alpha1.Extension, out []shootStatus) []shootStatus {
+func (a *actuator) statusesOf(items []extensionsv1alpha1.Extension, out []*shootStatus) []*shootStatus {
+	if a.decoded == nil {
+		a.decoded = decodedStatuses{}
+	}
 	for i := range items {
-		ex := &items[i]
-		if ex.Spec.Type != constants.ACLExtensionType || ex.DeletionTimestamp != nil {
-			continue
-		}
-		if st, err := providerstatus.Decode(ex); err == nil && st != nil {
-			out = append(out, shootStatus{namespace: ex.Namespace, status: st})
+		if s := a.decoded.of(&items[i]); s != nil {
+			out = append(out, s)
 		}
 	}
 	return out
@@ -317,15 +310,15 @@ func statusesOf(items []extensionsv1alpha1.Extension, out []shootStatus) []shoot
 
 // aclStatuses lists the statuses of all acl Extensions not being deleted, around the cache, in
 // chunks: only the decoded statuses are kept.
-func (a *actuator) aclStatuses(ctx context.Context) ([]shootStatus, error) {
-	var out []shootStatus
+func (a *actuator) aclStatuses(ctx context.Context) ([]*shootStatus, error) {
+	var out []*shootStatus
 	opts := []client.ListOption{client.Limit(extensionListChunk)}
 	for {
 		page := &extensionsv1alpha1.ExtensionList{}
 		if err := a.reader.List(ctx, page, opts...); err != nil {
 			return nil, fmt.Errorf("listing Extensions: %w", err)
 		}
-		out = statusesOf(page.Items, out)
+		out = a.statusesOf(page.Items, out)
 		if page.Continue == "" {
 			return out, nil
 		}
