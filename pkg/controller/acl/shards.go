@@ -59,9 +59,13 @@ func (a *actuator) deployShards(ctx context.Context, namespace string, selector 
 	for _, sh := range shards {
 		prefixes = append(prefixes, sh.Prefix)
 	}
-	// The dispatch depends on the shards' prefixes and, for its few exception keys, on the
-	// namespaces in each shard.
-	if err := a.deployFilter(ctx, namespace, constants.ACLSharedManagedResourceName, inputs(selector, strings.Join(prefixes, ","), namespacesOf(shards)), len(shoots), func() (*istionetworkingv1alpha3.EnvoyFilter, error) {
+	// The root holds the shards' prefixes and the dispatch keys, nothing of the shoots beyond
+	// them: a shoot that joins a shard without a key of its own leaves it as it is.
+	keys, err := envoy.Dispatch(shards)
+	if err != nil {
+		return err
+	}
+	if err := a.deployFilter(ctx, namespace, constants.ACLSharedManagedResourceName, inputs(selector, strings.Join(prefixes, ","), keys), len(shoots), func() (*istionetworkingv1alpha3.EnvoyFilter, error) {
 		return envoy.HTTPConnectEnvoyFilter(namespace, selector, shards)
 	}); err != nil {
 		return err
@@ -82,14 +86,6 @@ func contributionsOf(shoots []envoy.ShootPolicy, contributions map[string]string
 	out := make([]string, 0, len(shoots))
 	for _, s := range shoots {
 		out = append(out, s.Namespace+"="+contributions[s.Namespace])
-	}
-	return out
-}
-
-func namespacesOf(shards []envoy.Shard) [][]string {
-	out := make([][]string, 0, len(shards))
-	for _, sh := range shards {
-		out = append(out, envoy.SortedNamespaces(sh.Shoots))
 	}
 	return out
 }
