@@ -174,6 +174,7 @@ bench:
 	  | grep -v -e '^=== RUN' -e '^--- PASS' -e '^PASS$$' -e '^ok '
 	@BENCH_TABLE=true go test ./test/integration/agent/ -count=1 -v -timeout 10m -ginkgo.label-filter=bench \
 	  | grep -v -e '^=== RUN' -e '^--- PASS' -e '^PASS$$' -e '^ok '
+	@go test ./pkg/controller/acl/ -run '^$$' -bench RebuildShared -benchtime 10x -count=1 | grep '^Benchmark'
 	@KUBEBUILDER_ASSETS="$$(hack/build-control-plane.sh)" BENCH_TABLE=true go test ./test/integration/acl/ -count=1 -v -timeout 90m -ginkgo.label-filter=bench \
 	  | grep -e '^|' -e 'FAIL' -e 'Timed out'
 	@KUBEBUILDER_ASSETS="$$(hack/build-control-plane.sh)" BENCH_TABLE=true go test ./test/integration/metalscale/ -count=1 -v -timeout 40m -ginkgo.label-filter=bench \
