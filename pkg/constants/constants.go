@@ -26,6 +26,14 @@ const (
 // that the shoot shows the extension's error, which names what is missing.
 const FirewallReadyTimeout = 15 * time.Minute
 
+// The extension's client-side limits of requests to the seed's kube-apiserver
+// by default (--kube-api-qps, --kube-api-burst; the chart's kubeAPI values):
+// benchmarks run the controllers with them, as the binary does.
+const (
+	KubeAPIQPS   = 100
+	KubeAPIBurst = 130
+)
+
 // Names of the `firewall` extension in the seed and in the shoot.
 const (
 	// FirewallDeploymentName is the name of the shoot's FirewallDeployment in the seed.

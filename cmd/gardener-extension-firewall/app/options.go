@@ -13,6 +13,7 @@ import (
 
 	agentconfigv1alpha1 "github.com/metal-firewall/gardener-extension-firewall/pkg/apis/agentconfig/v1alpha1"
 	firewallv1alpha1 "github.com/metal-firewall/gardener-extension-firewall/pkg/apis/firewall/v1alpha1"
+	"github.com/metal-firewall/gardener-extension-firewall/pkg/constants"
 	aclcontroller "github.com/metal-firewall/gardener-extension-firewall/pkg/controller/acl"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/controller/csrapprover"
 	firewallcontroller "github.com/metal-firewall/gardener-extension-firewall/pkg/controller/firewall"
@@ -83,8 +84,8 @@ type Options struct {
 // AddFlags registers the flags; docs/operator-guide.md documents each of them.
 func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.Kubeconfig, "kubeconfig", "", "kubeconfig of the seed; in-cluster config when empty")
-	fs.Float32Var(&o.KubeAPIQPS, "kube-api-qps", 100, "requests per second to the seed's kube-apiserver (client-side limit; a firewall's first reconcile needs about 25)")
-	fs.IntVar(&o.KubeAPIBurst, "kube-api-burst", 130, "burst of requests to the seed's kube-apiserver")
+	fs.Float32Var(&o.KubeAPIQPS, "kube-api-qps", constants.KubeAPIQPS, "requests per second to the seed's kube-apiserver (client-side limit; a firewall's first reconcile needs about 25)")
+	fs.IntVar(&o.KubeAPIBurst, "kube-api-burst", constants.KubeAPIBurst, "burst of requests to the seed's kube-apiserver")
 	fs.IntVar(&o.Workers, "workers", firewallmanager.DefaultWorkers, "objects each firewall controller reconciles at once")
 	fs.BoolVar(&o.LeaderElection, "leader-election", true, "elect a leader among replicas")
 	fs.StringVar(&o.LeaderElectionNamespace, "leader-election-namespace", "", "namespace of the leader election lease (default: the pod's namespace)")

@@ -76,7 +76,10 @@ var _ = Describe("reconciling many ACL shoots", Label("bench"), Ordered, func() 
 		logf.SetLogger(logr.Discard())
 		DeferCleanup(func() { logf.SetLogger(zap.New(zap.WriteTo(GinkgoWriter), zap.UseDevMode(true))) })
 
-		mgr, err := ctrl.NewManager(cp.Config, ctrl.Options{
+		// The binary's client-side limits, not envtest's 1,000 requests per second.
+		mgrCfg := rest.CopyConfig(cp.Config)
+		mgrCfg.QPS, mgrCfg.Burst = constants.KubeAPIQPS, constants.KubeAPIBurst
+		mgr, err := ctrl.NewManager(mgrCfg, ctrl.Options{
 			Scheme:     kubernetes.SeedScheme,
 			Logger:     logr.Discard(),
 			Metrics:    metricsserver.Options{BindAddress: "0"},
