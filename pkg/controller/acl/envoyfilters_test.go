@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"net/netip"
 	"strings"
@@ -74,7 +75,7 @@ var _ = Describe("envoyFilters", func() {
 			for {
 				var obj map[string]any
 				err := decoder.Decode(&obj)
-				if err == io.EOF {
+				if errors.Is(err, io.EOF) {
 					break
 				}
 				Expect(err).NotTo(HaveOccurred())

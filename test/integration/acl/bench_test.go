@@ -188,16 +188,7 @@ var _ = Describe("reconciling many ACL shoots", Label("bench"), Ordered, func() 
 			}).WithTimeout(60 * time.Minute).WithPolling(2 * time.Second).Should(Succeed())
 			inShared := time.Since(lastWrite)
 			clear(inSecret)
-			shared, err := framework.ACLSharedObjects(ctx(), c, benchIngress)
-			Expect(err).NotTo(HaveOccurred())
-
-			largest := 0
-			for _, o := range shared {
-				raw, err := json.Marshal(o)
-				Expect(err).NotTo(HaveOccurred())
-				largest = max(largest, len(raw))
-			}
-			evaluations := rbacEvaluations(shared, n, shootNS)
+			largest, evaluations, shards := sharedFigures(c, benchIngress, n, shootNS)
 
 			By("changing one shoot's rule")
 			before := sharedSecretRefs(c, benchIngress)
@@ -224,8 +215,6 @@ var _ = Describe("reconciling many ACL shoots", Label("bench"), Ordered, func() 
 			close(stop)
 			stopCPUProfile()
 			requestRows = append(requestRows, fmt.Sprintf("| %d | %s |", n, topRequests(requestsBefore, apiserverRequests(cfg), 12)))
-			shards := len(shared) - 1
-			shared = nil
 			live := liveHeap(n)
 
 			fmt.Printf("| %d | %s | %s | %d | %.1f KiB | %d (%s) | %d | %.0f MiB | %.0f MiB |\n",
@@ -243,6 +232,22 @@ var _ = Describe("reconciling many ACL shoots", Label("bench"), Ordered, func() 
 
 // benchShootInConfig finds the bench shoots' namespaces in the shared config (their destinations).
 var benchShootInConfig = regexp.MustCompile(`\.(shoot--bench--s[0-9]+)\.svc`)
+
+// sharedFigures decodes the namespace's shared config once and returns its largest object's
+// size, the RBAC evaluations of the worst request and the number of shards. The decoded objects
+// are dropped on return, before the live heap is read.
+func sharedFigures(c client.Client, namespace string, n int, shootNS func(int) string) (int, int, int) {
+	GinkgoHelper()
+	shared, err := framework.ACLSharedObjects(ctx(), c, namespace)
+	Expect(err).NotTo(HaveOccurred())
+	largest := 0
+	for _, o := range shared {
+		raw, err := json.Marshal(o)
+		Expect(err).NotTo(HaveOccurred())
+		largest = max(largest, len(raw))
+	}
+	return largest, rbacEvaluations(shared, n, shootNS), len(shared) - 1
+}
 
 // shootsInSharedConfig returns the bench shoots found in the namespace's shared config. inSecret
 // holds what earlier calls found in each data Secret.
