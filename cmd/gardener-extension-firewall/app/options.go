@@ -1,7 +1,6 @@
 package app
 
 import (
-	"crypto/ed25519"
 	"crypto/x509"
 	"encoding/pem"
 	"errors"
@@ -20,6 +19,7 @@ import (
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/controller/healthcheck"
 	firewallmanager "github.com/metal-firewall/gardener-extension-firewall/pkg/controller/manager"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/credentials"
+	"github.com/metal-firewall/gardener-extension-firewall/pkg/firewall/selfupdate"
 )
 
 // Options are the command line flags.
@@ -182,29 +182,24 @@ func (o *Options) Validate() error {
 	return errors.Join(errs...)
 }
 
-// maxUpdatePublicKey bounds the key file: a PEM Ed25519 key is 113 bytes.
-const maxUpdatePublicKey = 4096
-
-// readUpdatePublicKey reads the operator's release key and checks it is an
-// Ed25519 public key in PEM ("PUBLIC KEY"), as the agents will.
+// readUpdatePublicKey reads the operator's release key and checks it with the
+// agents' own parser (selfupdate.ParsePublicKey), so that a key the agents
+// would refuse stops the extension at start instead.
 func readUpdatePublicKey(path string) ([]byte, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("--agent-update-public-key: %w", err)
 	}
-	if len(data) > maxUpdatePublicKey {
-		return nil, fmt.Errorf("--agent-update-public-key %s: %d bytes, more than a public key (at most %d)", path, len(data), maxUpdatePublicKey)
+	if len(data) > selfupdate.MaxKeyBytes {
+		return nil, fmt.Errorf("--agent-update-public-key %s: %d bytes, more than a public key (at most %d)", path, len(data), selfupdate.MaxKeyBytes)
 	}
-	block, _ := pem.Decode(data)
-	if block == nil || block.Type != "PUBLIC KEY" {
-		return nil, fmt.Errorf("--agent-update-public-key %s: no PEM block of type PUBLIC KEY", path)
-	}
-	key, err := x509.ParsePKIXPublicKey(block.Bytes)
+	key, err := selfupdate.ParsePublicKey(data)
 	if err != nil {
 		return nil, fmt.Errorf("--agent-update-public-key %s: %w", path, err)
 	}
-	if _, ok := key.(ed25519.PublicKey); !ok {
-		return nil, fmt.Errorf("--agent-update-public-key %s: a %T, not an Ed25519 key", path, key)
+	der, err := x509.MarshalPKIXPublicKey(key)
+	if err != nil {
+		return nil, fmt.Errorf("--agent-update-public-key %s: %w", path, err)
 	}
-	return pem.EncodeToMemory(block), nil
+	return pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: der}), nil
 }
