@@ -38,11 +38,7 @@ func (e *envoyFilters) Deploy(ctx context.Context) error {
 			return err
 		}
 	}
-	data, err := registry.SerializedObjects()
-	if err != nil {
-		return err
-	}
-	return managedresources.CreateForSeed(ctx, e.client, e.namespace, e.name, false, data)
+	return e.create(ctx, registry)
 }
 
 // deployOne creates or updates the ManagedResource with one EnvoyFilter given as its JSON (a
@@ -51,6 +47,11 @@ func (e *envoyFilters) Deploy(ctx context.Context) error {
 func (e *envoyFilters) deployOne(ctx context.Context, raw []byte) error {
 	registry := managedresources.NewRegistry(kubernetes.SeedScheme, kubernetes.SeedCodec, kubernetes.SeedSerializer)
 	registry.AddSerialized("envoyfilter__"+e.namespace+"__"+e.name+".json", raw)
+	return e.create(ctx, registry)
+}
+
+// create writes the registry's objects as the seed ManagedResource.
+func (e *envoyFilters) create(ctx context.Context, registry *managedresources.Registry) error {
 	data, err := registry.SerializedObjects()
 	if err != nil {
 		return err
