@@ -46,6 +46,10 @@ gardener-extension-firewall-leader-election
 /etc/gardener-extension-firewall/metal-api
 {{- end -}}
 
+{{- define "agentUpdateKeyDir" -}}
+/etc/gardener-extension-firewall/agent-update-key
+{{- end -}}
+
 {{/* The Secret with the metal-api HMAC key: the chart's own when the key is a value. */}}
 {{- define "metalAPISecretName" -}}
 {{- if .Values.machineProvider.metal.hmac -}}
