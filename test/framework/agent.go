@@ -1,10 +1,14 @@
 package framework
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sync"
+
+	"github.com/metal-firewall/gardener-extension-firewall/pkg/firewall/agent"
 
 	"github.com/metal-firewall/gardener-extension-firewall/test/testenv"
 )
@@ -21,4 +25,22 @@ func BuildAgent(dir string) (string, error) {
 		return "", fmt.Errorf("building firewall-agent: %w\n%s", err, out)
 	}
 	return path, nil
+}
+
+// RunAgent runs a in the background, as the agent binary runs it, until stop
+// cancels it. stop waits for Run to return and returns its error; a second
+// call returns the same, so a spec may stop the agent and still defer stop.
+func RunAgent(a *agent.Agent) (stop func() error) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- a.Run(ctx) }()
+	var once sync.Once
+	var err error
+	return func() error {
+		once.Do(func() {
+			cancel()
+			err = <-done
+		})
+		return err
+	}
 }

@@ -32,6 +32,7 @@ import (
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/firewall/nftables"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/firewall/ruleset"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/utils/netns"
+	"github.com/metal-firewall/gardener-extension-firewall/test/framework"
 )
 
 // droptailerImage is the receiver's image in the shoots of these tests; no
@@ -192,10 +193,8 @@ var _ = Describe("firewall agent drop log", func() {
 		m := metrics.New("v-droplog-test", nil, log)
 		a := &agent.Agent{ConfigPath: cfgPath, Applier: nftables.NewProgrammer(t.fw.Path()), Log: log, Metrics: m, NFLogNetNS: t.fw.Path(),
 			PollInterval: 200 * time.Millisecond, SeedInterval: 300 * time.Millisecond, Version: "v-droplog-test"}
-		runCtx, cancel := context.WithCancel(context.Background())
-		done := make(chan error, 1)
-		go func() { done <- a.Run(runCtx) }()
-		DeferCleanup(func() { cancel(); Expect(<-done).To(Succeed()) })
+		stopAgent := framework.RunAgent(a)
+		DeferCleanup(func() { Expect(stopAgent()).To(Succeed()) })
 		Eventually(func() (string, error) { return t.fw.Exec("nft", "list", "chain", "inet", "firewall-agent", "forward") }).
 			WithTimeout(30 * time.Second).Should(ContainSubstring(`log prefix "drop forward default-deny" group 10`))
 

@@ -2,7 +2,6 @@ package agent_test
 
 import (
 	"bytes"
-	"context"
 	"fmt"
 	"log/slog"
 	"net"
@@ -26,6 +25,7 @@ import (
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/firewall/nftables"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/firewall/shootsource"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/utils/netns"
+	"github.com/metal-firewall/gardener-extension-firewall/test/framework"
 	"github.com/metal-firewall/gardener-extension-firewall/test/testenv"
 )
 
@@ -160,10 +160,8 @@ var _ = Describe("firewall agent with metal-stack.io/v1 policies in the shoot", 
 		writeConfig(cfgPath, fmt.Sprintf(shootAgentConfig, kubeconfigPath))
 		a := &agent.Agent{ConfigPath: cfgPath, Applier: nftables.NewProgrammer(t.fw.Path()), Log: slog.New(slog.NewTextHandler(GinkgoWriter, nil)),
 			PollInterval: 200 * time.Millisecond, SeedInterval: 300 * time.Millisecond, Version: "v-metal-stack-test"}
-		runCtx, cancel := context.WithCancel(context.Background())
-		done := make(chan error, 1)
-		go func() { done <- a.Run(runCtx) }()
-		DeferCleanup(func() { cancel(); Expect(<-done).To(Succeed()) })
+		stopAgent := framework.RunAgent(a)
+		DeferCleanup(func() { Expect(stopAgent()).To(Succeed()) })
 
 		By("reporting it deployed, in firewall-controller's status format")
 		Eventually(status(sample)).WithTimeout(30 * time.Second).Should(Equal(map[string]any{"state": "deployed"}))

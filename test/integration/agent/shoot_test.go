@@ -31,6 +31,7 @@ import (
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/firewall/agent"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/firewall/nftables"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/utils/netns"
+	"github.com/metal-firewall/gardener-extension-firewall/test/framework"
 	"github.com/metal-firewall/gardener-extension-firewall/test/roottest"
 	"github.com/metal-firewall/gardener-extension-firewall/test/testenv"
 )
@@ -144,10 +145,8 @@ var _ = Describe("firewall agent with the shoot source", func() {
 		writeConfig(cfgPath, fmt.Sprintf(shootAgentConfig, kubeconfigPath))
 		a := &agent.Agent{ConfigPath: cfgPath, Applier: nftables.NewProgrammer(t.fw.Path()), Log: slog.New(slog.NewTextHandler(GinkgoWriter, nil)),
 			PollInterval: 200 * time.Millisecond, SeedInterval: 300 * time.Millisecond, Version: "v-shoot-test"}
-		runCtx, cancel := context.WithCancel(context.Background())
-		done := make(chan error, 1)
-		go func() { done <- a.Run(runCtx) }()
-		DeferCleanup(func() { cancel(); Expect(<-done).To(Succeed()) })
+		stopAgent := framework.RunAgent(a)
+		DeferCleanup(func() { Expect(stopAgent()).To(Succeed()) })
 
 		monitor := func(g Gomega) *fwv1alpha1.FirewallMonitor {
 			mon := &fwv1alpha1.FirewallMonitor{}

@@ -1,7 +1,6 @@
 package agentseed_test
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -27,6 +26,7 @@ import (
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/firewall/ruleset"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/firewall/seedsource"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/utils/atomicfile"
+	"github.com/metal-firewall/gardener-extension-firewall/test/framework"
 )
 
 // recorder is an Applier that remembers what it was asked to apply; the
@@ -140,10 +140,8 @@ var _ = Describe("Agent seed source", func() {
 		applier := &recorder{}
 		a := &agent.Agent{ConfigPath: configPath, Applier: applier, Log: slog.New(slog.NewTextHandler(GinkgoWriter, nil)),
 			PollInterval: 200 * time.Millisecond, SeedInterval: 500 * time.Millisecond, Version: "v-test"}
-		runCtx, cancel := context.WithCancel(context.Background())
-		done := make(chan error, 1)
-		go func() { done <- a.Run(runCtx) }()
-		DeferCleanup(func() { cancel(); Expect(<-done).To(Succeed()) })
+		stopAgent := framework.RunAgent(a)
+		DeferCleanup(func() { Expect(stopAgent()).To(Succeed()) })
 
 		By("bootstrapping a certificate and enforcing the Firewall's internal prefixes")
 		Eventually(applier.Last).WithTimeout(time.Minute).Should(ContainSubstring("10.9.0.0/24"))

@@ -1,7 +1,6 @@
 package agentseed_test
 
 import (
-	"context"
 	"fmt"
 	"io"
 	"log/slog"
@@ -11,7 +10,6 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
-	"sync"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -22,6 +20,7 @@ import (
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/firewall/agent"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/firewall/metrics"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/firewall/metrics/metricstest"
+	"github.com/metal-firewall/gardener-extension-firewall/test/framework"
 	"github.com/metal-firewall/gardener-extension-firewall/test/testenv"
 )
 
@@ -32,6 +31,19 @@ func outage() time.Duration {
 		return d
 	}
 	return time.Minute
+}
+
+// sourceUp reads the agent's firewall_agent_source_up of source from its
+// metrics handler, as Prometheus would scrape it.
+func sourceUp(m *metrics.Metrics, source string) func() float64 {
+	return func() float64 {
+		GinkgoHelper()
+		rec := httptest.NewRecorder()
+		m.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
+		got, err := metricstest.Parse(rec.Body.String())
+		Expect(err).NotTo(HaveOccurred())
+		return got[fmt.Sprintf("firewall_agent_source_up{source=%q}", source)]
+	}
 }
 
 var _ = Describe("the seed's kube-apiserver stopped", func() {
@@ -46,24 +58,14 @@ var _ = Describe("the seed's kube-apiserver stopped", func() {
 		start := func(applier *recorder, m *metrics.Metrics) func() {
 			a := &agent.Agent{ConfigPath: configPath, Applier: applier, Log: log, Metrics: m,
 				PollInterval: 200 * time.Millisecond, SeedInterval: interval, Version: "v-test"}
-			runCtx, cancel := context.WithCancel(context.Background())
-			done := make(chan error, 1)
-			go func() { done <- a.Run(runCtx) }()
-			var once sync.Once
-			stop := func() { once.Do(func() { cancel(); Expect(<-done).To(Succeed()) }) }
-			DeferCleanup(stop)
-			return stop
+			stop := framework.RunAgent(a)
+			DeferCleanup(func() { Expect(stop()).To(Succeed()) })
+			return func() { Expect(stop()).To(Succeed()) }
 		}
 		applier := &recorder{}
 		m := metrics.New("v-test", nil, log)
 		stopAgent := start(applier, m)
-		seedUp := func() float64 {
-			rec := httptest.NewRecorder()
-			m.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
-			got, err := metricstest.Parse(rec.Body.String())
-			Expect(err).NotTo(HaveOccurred())
-			return got[`firewall_agent_source_up{source="seed"}`]
-		}
+		seedUp := sourceUp(m, "seed")
 
 		Eventually(applier.Last).WithTimeout(time.Minute).Should(ContainSubstring("10.20.0.0/24"))
 		Eventually(heartbeat(ctx, seed)).Should(Equal("v-test"))
@@ -157,17 +159,9 @@ controllers:
 		m := metrics.New("v-test", nil, log)
 		a := &agent.Agent{ConfigPath: configPath, Applier: applier, Log: log, Metrics: m,
 			PollInterval: 200 * time.Millisecond, SeedInterval: interval, Version: "v-test"}
-		runCtx, cancel := context.WithCancel(context.Background())
-		done := make(chan error, 1)
-		go func() { done <- a.Run(runCtx) }()
-		DeferCleanup(func() { cancel(); Expect(<-done).To(Succeed()) })
-		shootUp := func() float64 {
-			rec := httptest.NewRecorder()
-			m.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
-			got, err := metricstest.Parse(rec.Body.String())
-			Expect(err).NotTo(HaveOccurred())
-			return got[`firewall_agent_source_up{source="shoot"}`]
-		}
+		stopAgent := framework.RunAgent(a)
+		DeferCleanup(func() { Expect(stopAgent()).To(Succeed()) })
+		shootUp := sourceUp(m, "shoot")
 		Eventually(applier.Last).WithTimeout(time.Minute).Should(ContainSubstring("10.30.0.0/24"))
 		Eventually(shootUp).WithTimeout(30 * time.Second).Should(Equal(1.0))
 		rulesBefore, appliesBefore := applier.Last(), applier.count()

@@ -1,7 +1,6 @@
 package agentseed_test
 
 import (
-	"context"
 	"crypto/ed25519"
 	"crypto/rand"
 	"crypto/sha256"
@@ -22,6 +21,7 @@ import (
 	firewallv1alpha1 "github.com/metal-firewall/gardener-extension-firewall/pkg/apis/firewall/v1alpha1"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/firewall/agent"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/firewall/selfupdate"
+	"github.com/metal-firewall/gardener-extension-firewall/test/framework"
 )
 
 // The Firewall's agentVersion, agentURL and agentSHA256 reach the agent's
@@ -64,19 +64,9 @@ var _ = Describe("Agent self-update from the seed", func() {
 			a := &agent.Agent{ConfigPath: configPath, Applier: &recorder{}, Log: slog.New(slog.NewTextHandler(GinkgoWriter, nil)),
 				PollInterval: 200 * time.Millisecond, SeedInterval: 300 * time.Millisecond, Version: "v1.0.0",
 				Executable: exe, UpdatePublicKey: keyPath}
-			runCtx, cancel := context.WithCancel(context.Background())
-			done := make(chan error, 1)
-			go func() { done <- a.Run(runCtx) }()
-			stopped := false
-			stop = func() {
-				if !stopped {
-					stopped = true
-					cancel()
-					Expect(<-done).To(Succeed())
-				}
-			}
-			DeferCleanup(stop)
-			return stop
+			stopAgent := framework.RunAgent(a)
+			DeferCleanup(func() { Expect(stopAgent()).To(Succeed()) })
+			return func() { Expect(stopAgent()).To(Succeed()) }
 		}
 
 		By("without a key: Disabled, and why")
