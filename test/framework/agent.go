@@ -8,8 +8,6 @@ import (
 	"path/filepath"
 	"sync"
 
-	"github.com/metal-firewall/gardener-extension-firewall/pkg/firewall/agent"
-
 	"github.com/metal-firewall/gardener-extension-firewall/test/testenv"
 )
 
@@ -27,13 +25,15 @@ func BuildAgent(dir string) (string, error) {
 	return path, nil
 }
 
-// RunAgent runs a in the background, as the agent binary runs it, until stop
-// cancels it. stop waits for Run to return and returns its error; a second
-// call returns the same, so a spec may stop the agent and still defer stop.
-func RunAgent(a *agent.Agent) (stop func() error) {
+// RunInBackground runs run (an agent's Run, say) until stop cancels its
+// context. stop waits for run to return and returns its error; a second call
+// returns the same, so a spec may stop it and still defer stop. It takes the
+// function, not the agent, so that the suites importing this package (the
+// Istio one among them) do not link the agent.
+func RunInBackground(run func(context.Context) error) (stop func() error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- a.Run(ctx) }()
+	go func() { done <- run(ctx) }()
 	var once sync.Once
 	var err error
 	return func() error {

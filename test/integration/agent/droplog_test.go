@@ -193,7 +193,7 @@ var _ = Describe("firewall agent drop log", func() {
 		m := metrics.New("v-droplog-test", nil, log)
 		a := &agent.Agent{ConfigPath: cfgPath, Applier: nftables.NewProgrammer(t.fw.Path()), Log: log, Metrics: m, NFLogNetNS: t.fw.Path(),
 			PollInterval: 200 * time.Millisecond, SeedInterval: 300 * time.Millisecond, Version: "v-droplog-test"}
-		stopAgent := framework.RunAgent(a)
+		stopAgent := framework.RunInBackground(a.Run)
 		DeferCleanup(func() { Expect(stopAgent()).To(Succeed()) })
 		Eventually(func() (string, error) { return t.fw.Exec("nft", "list", "chain", "inet", "firewall-agent", "forward") }).
 			WithTimeout(30 * time.Second).Should(ContainSubstring(`log prefix "drop forward default-deny" group 10`))

@@ -160,7 +160,7 @@ var _ = Describe("firewall agent with metal-stack.io/v1 policies in the shoot", 
 		writeConfig(cfgPath, fmt.Sprintf(shootAgentConfig, kubeconfigPath))
 		a := &agent.Agent{ConfigPath: cfgPath, Applier: nftables.NewProgrammer(t.fw.Path()), Log: slog.New(slog.NewTextHandler(GinkgoWriter, nil)),
 			PollInterval: 200 * time.Millisecond, SeedInterval: 300 * time.Millisecond, Version: "v-metal-stack-test"}
-		stopAgent := framework.RunAgent(a)
+		stopAgent := framework.RunInBackground(a.Run)
 		DeferCleanup(func() { Expect(stopAgent()).To(Succeed()) })
 
 		By("reporting it deployed, in firewall-controller's status format")

@@ -145,7 +145,7 @@ var _ = Describe("firewall agent with the shoot source", func() {
 		writeConfig(cfgPath, fmt.Sprintf(shootAgentConfig, kubeconfigPath))
 		a := &agent.Agent{ConfigPath: cfgPath, Applier: nftables.NewProgrammer(t.fw.Path()), Log: slog.New(slog.NewTextHandler(GinkgoWriter, nil)),
 			PollInterval: 200 * time.Millisecond, SeedInterval: 300 * time.Millisecond, Version: "v-shoot-test"}
-		stopAgent := framework.RunAgent(a)
+		stopAgent := framework.RunInBackground(a.Run)
 		DeferCleanup(func() { Expect(stopAgent()).To(Succeed()) })
 
 		monitor := func(g Gomega) *fwv1alpha1.FirewallMonitor {

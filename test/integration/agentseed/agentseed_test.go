@@ -140,7 +140,7 @@ var _ = Describe("Agent seed source", func() {
 		applier := &recorder{}
 		a := &agent.Agent{ConfigPath: configPath, Applier: applier, Log: slog.New(slog.NewTextHandler(GinkgoWriter, nil)),
 			PollInterval: 200 * time.Millisecond, SeedInterval: 500 * time.Millisecond, Version: "v-test"}
-		stopAgent := framework.RunAgent(a)
+		stopAgent := framework.RunInBackground(a.Run)
 		DeferCleanup(func() { Expect(stopAgent()).To(Succeed()) })
 
 		By("bootstrapping a certificate and enforcing the Firewall's internal prefixes")

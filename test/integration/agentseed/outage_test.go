@@ -58,7 +58,7 @@ var _ = Describe("the seed's kube-apiserver stopped", func() {
 		start := func(applier *recorder, m *metrics.Metrics) func() {
 			a := &agent.Agent{ConfigPath: configPath, Applier: applier, Log: log, Metrics: m,
 				PollInterval: 200 * time.Millisecond, SeedInterval: interval, Version: "v-test"}
-			stop := framework.RunAgent(a)
+			stop := framework.RunInBackground(a.Run)
 			DeferCleanup(func() { Expect(stop()).To(Succeed()) })
 			return func() { Expect(stop()).To(Succeed()) }
 		}
@@ -159,7 +159,7 @@ controllers:
 		m := metrics.New("v-test", nil, log)
 		a := &agent.Agent{ConfigPath: configPath, Applier: applier, Log: log, Metrics: m,
 			PollInterval: 200 * time.Millisecond, SeedInterval: interval, Version: "v-test"}
-		stopAgent := framework.RunAgent(a)
+		stopAgent := framework.RunInBackground(a.Run)
 		DeferCleanup(func() { Expect(stopAgent()).To(Succeed()) })
 		shootUp := sourceUp(m, "shoot")
 		Eventually(applier.Last).WithTimeout(time.Minute).Should(ContainSubstring("10.30.0.0/24"))

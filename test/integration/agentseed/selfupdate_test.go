@@ -64,7 +64,7 @@ var _ = Describe("Agent self-update from the seed", func() {
 			a := &agent.Agent{ConfigPath: configPath, Applier: &recorder{}, Log: slog.New(slog.NewTextHandler(GinkgoWriter, nil)),
 				PollInterval: 200 * time.Millisecond, SeedInterval: 300 * time.Millisecond, Version: "v1.0.0",
 				Executable: exe, UpdatePublicKey: keyPath}
-			stopAgent := framework.RunAgent(a)
+			stopAgent := framework.RunInBackground(a.Run)
 			DeferCleanup(func() { Expect(stopAgent()).To(Succeed()) })
 			return func() { Expect(stopAgent()).To(Succeed()) }
 		}
