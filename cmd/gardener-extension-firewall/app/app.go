@@ -164,9 +164,7 @@ func AddToManager(ctx context.Context, mgr manager.Manager, opts *Options, provi
 	}); err != nil {
 		return err
 	}
-	if err := aclcontroller.AddToManagerWithOptions(ctx, mgr, aclcontroller.AddOptions{
-		IgnoreOperationAnnotation: opts.IgnoreOperationAnnotation, Config: opts.ACL,
-	}); err != nil {
+	if err := aclcontroller.AddToManagerWithOptions(ctx, mgr, ACLAddOptions(opts)); err != nil {
 		return err
 	}
 	if opts.WebhookCertDir != "" {
@@ -180,6 +178,15 @@ func AddToManager(ctx context.Context, mgr manager.Manager, opts *Options, provi
 		}
 	}
 	return healthcheck.AddToManager(mgr, opts.HealthCheckSyncPeriod)
+}
+
+// ACLAddOptions are the acl controller's options for the flags.
+func ACLAddOptions(opts *Options) aclcontroller.AddOptions {
+	return aclcontroller.AddOptions{
+		IgnoreOperationAnnotation: opts.IgnoreOperationAnnotation,
+		Controller:                controller.Options{MaxConcurrentReconciles: opts.ACLMaxConcurrentReconciles},
+		Config:                    opts.ACL,
+	}
 }
 
 func restConfig(kubeconfig string) (*rest.Config, error) {

@@ -71,8 +71,10 @@ type Options struct {
 	FirewallReadyTimeout            time.Duration
 	FirewallMaxConcurrentReconciles int
 
-	// ACL is the operator's configuration of the acl extension.
-	ACL            aclcontroller.Config
+	// ACL is the operator's configuration of the acl extension; ACLMaxConcurrentReconciles how
+	// many acl Extensions are reconciled at once.
+	ACL                        aclcontroller.Config
+	ACLMaxConcurrentReconciles int
 	WebhookPort    int
 	WebhookCertDir string
 	// WebhookConfigNamespace, when set, makes the binary manage the webhook's certificates
@@ -116,6 +118,8 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.AgentUpdatePublicKeyFile, "agent-update-public-key", "", "PEM file of the Ed25519 public key agent releases are signed with (openssl pkey -pubout); set, every firewall's agent gets it and updates itself to the release its Firewall names (agentVersion, agentURL, agentSHA256); empty: agents never update themselves")
 	fs.StringVar(&o.BootNamespace, "boot-namespace", "", "namespace of the firewalls' boot ServiceAccounts, the extension's own (required; the chart sets its release namespace)")
 	o.ACL.AddFlags(fs)
+	fs.IntVar(&o.ACLMaxConcurrentReconciles, "acl-max-concurrent-reconciles", aclcontroller.DefaultAddOptions.Controller.MaxConcurrentReconciles,
+		"acl Extensions reconciled at once; each new acl shoot waits for a free one")
 	fs.IntVar(&o.WebhookPort, "webhook-port", 9443, "port of the EnvoyFilter webhook")
 	fs.StringVar(&o.WebhookCertDir, "webhook-cert-dir", "", "folder with tls.crt and tls.key of the webhook server; empty disables the webhook (the acl controller then deploys each shoot's own filter itself)")
 	fs.StringVar(&o.WebhookConfigNamespace, "webhook-config-namespace", "", "the extension's namespace: generate and rotate the webhook CA and server certificate in Secrets there, write them to --webhook-cert-dir and register the MutatingWebhookConfiguration for the Service "+WebhookServiceName+" of this namespace; empty: bring tls.crt/tls.key and the registration yourself")
@@ -168,6 +172,9 @@ func (o *Options) Validate() error {
 	}
 	if o.FirewallMaxConcurrentReconciles < 1 {
 		errs = append(errs, fmt.Errorf("--firewall-max-concurrent-reconciles %d must be at least 1", o.FirewallMaxConcurrentReconciles))
+	}
+	if o.ACLMaxConcurrentReconciles < 1 {
+		errs = append(errs, fmt.Errorf("--acl-max-concurrent-reconciles %d must be at least 1", o.ACLMaxConcurrentReconciles))
 	}
 	if o.BootNamespace == "" {
 		errs = append(errs, errors.New("--boot-namespace is required: the firewalls' boot ServiceAccounts live there"))

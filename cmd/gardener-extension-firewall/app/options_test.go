@@ -83,18 +83,29 @@ var _ = Describe("Options", func() {
 	})
 
 	It("refuses timeouts, replacements and workers that cannot work", func() {
-		err := parse("--create-timeout=0s", "--health-timeout=-1m", "--firewall-ready-timeout=0s", "--max-replacements=-1", "--firewall-max-concurrent-reconciles=0").Validate()
+		err := parse("--create-timeout=0s", "--health-timeout=-1m", "--firewall-ready-timeout=0s", "--max-replacements=-1", "--firewall-max-concurrent-reconciles=0",
+			"--acl-max-concurrent-reconciles=0").Validate()
 		Expect(err).To(MatchError(And(
 			ContainSubstring("--create-timeout 0s must be positive"),
 			ContainSubstring("--health-timeout -1m0s must be positive"),
 			ContainSubstring("--firewall-ready-timeout 0s must be positive"),
 			ContainSubstring("--max-replacements -1 must not be negative"),
 			ContainSubstring("--firewall-max-concurrent-reconciles 0 must be at least 1"),
+			ContainSubstring("--acl-max-concurrent-reconciles 0 must be at least 1"),
 		)))
 		defaults := parse()
 		Expect(defaults.CreateTimeout.String()).To(Equal("20m0s"))
 		Expect(defaults.MaxReplacements).To(BeEquivalentTo(3))
 		Expect(defaults.FirewallReadyTimeout.String()).To(Equal("15m0s"))
+	})
+
+	It("hands the acl controller its workers and the operator's config", func() {
+		// One worker made thousands of new acl shoots wait for each other's writes in turn.
+		Expect(ACLAddOptions(parse()).Controller.MaxConcurrentReconciles).To(Equal(5))
+		o := ACLAddOptions(parse("--acl-max-concurrent-reconciles=12", "--ignore-operation-annotation", "--acl-always-allowed-cidrs=192.0.2.0/28"))
+		Expect(o.Controller.MaxConcurrentReconciles).To(Equal(12))
+		Expect(o.IgnoreOperationAnnotation).To(BeTrue())
+		Expect(o.Config.AlwaysAllowedCIDRs).To(ConsistOf("192.0.2.0/28"))
 	})
 
 	It("refuses a roll request interval that would hammer the shoots, and takes 0 for off", func() {
