@@ -177,7 +177,7 @@ func AddToManager(ctx context.Context, mgr manager.Manager, opts *Options, provi
 			}
 		}
 	}
-	return healthcheck.AddToManager(mgr, opts.HealthCheckSyncPeriod)
+	return healthcheck.AddToManager(mgr, opts.HealthCheckSyncPeriod, opts.HealthCheckKubeAPIQPS)
 }
 
 // ACLAddOptions are the acl controller's options for the flags.

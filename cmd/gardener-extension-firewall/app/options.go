@@ -53,6 +53,8 @@ type Options struct {
 	HeartbeatTimeout    time.Duration
 	// HealthCheckSyncPeriod is how often Gardener's health checks look at each Extension.
 	HealthCheckSyncPeriod time.Duration
+	// HealthCheckKubeAPIQPS is the health checks' own request budget.
+	HealthCheckKubeAPIQPS float32
 	CSRMaxDuration        time.Duration
 	BootTokenValidity     time.Duration
 	// BootNamespace holds the firewalls' boot ServiceAccounts: the extension's namespace.
@@ -109,6 +111,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.RollRequestInterval, "roll-request-interval", firewallmanager.DefaultRollRequestInterval, "how often each shoot's FirewallMonitors are read for the owner's roll request (annotation "+firewallv1alpha1.AnnotationRollSet+"); 0 reads none")
 	fs.DurationVar(&o.FirewallReadyTimeout, "firewall-ready-timeout", firewallcontroller.DefaultReadyTimeout, "how long a firewall Extension's reconcile waits for the firewall to forward with its rules before it reports what is missing; keep the registration's reconcileTimeout above it")
 	fs.IntVar(&o.FirewallMaxConcurrentReconciles, "firewall-max-concurrent-reconciles", 10, "firewall Extensions reconciled at once; each holds a worker while it waits for its firewall")
+	fs.Float32Var(&o.HealthCheckKubeAPIQPS, "healthcheck-kube-api-qps", healthcheck.DefaultQPS, "requests per second the health checks may send to the seed's kube-apiserver, apart from --kube-api-qps; with more Extensions than the period allows, each is checked less often")
 	fs.DurationVar(&o.HealthCheckSyncPeriod, "healthcheck-sync-period", healthcheck.DefaultSyncPeriod, "how often the health checks look at each firewall and acl Extension (each look writes the Extension's status)")
 	fs.DurationVar(&o.HeartbeatTimeout, "heartbeat-timeout", firewallmanager.DefaultHeartbeatTimeout, "how old an agent's last report may be for its Firewall to count as connected")
 	fs.DurationVar(&o.CSRMaxDuration, "csr-max-duration", csrapprover.DefaultMaxDuration, "longest certificate validity an agent may ask for; at least the 12h the agent asks for")
@@ -149,6 +152,9 @@ func (o *Options) Validate() error {
 	}
 	if o.BootTokenValidity < credentials.MinBootTokenValidity || o.BootTokenValidity > credentials.MaxBootTokenValidity {
 		errs = append(errs, fmt.Errorf("--boot-token-validity %s must be within [%s, %s]", o.BootTokenValidity, credentials.MinBootTokenValidity, credentials.MaxBootTokenValidity))
+	}
+	if o.HealthCheckKubeAPIQPS <= 0 {
+		errs = append(errs, fmt.Errorf("--healthcheck-kube-api-qps %g must be positive", o.HealthCheckKubeAPIQPS))
 	}
 	if o.HealthCheckSyncPeriod < 10*time.Second {
 		errs = append(errs, fmt.Errorf("--healthcheck-sync-period %s must be at least 10s", o.HealthCheckSyncPeriod))

@@ -122,6 +122,8 @@ var _ = Describe("Options", func() {
 
 	It("refuses a health check period that would hammer the kube-apiserver, and defaults to Gardener's 30s", func() {
 		Expect(parse("--healthcheck-sync-period=5s").Validate()).To(MatchError(ContainSubstring("--healthcheck-sync-period 5s must be at least 10s")))
+		Expect(parse("--healthcheck-kube-api-qps=0").Validate()).To(MatchError(ContainSubstring("--healthcheck-kube-api-qps 0 must be positive")))
+		Expect(parse().HealthCheckKubeAPIQPS).To(BeEquivalentTo(50))
 		Expect(parse().HealthCheckSyncPeriod).To(Equal(30 * time.Second))
 		Expect(parse("--healthcheck-sync-period=5m").HealthCheckSyncPeriod).To(Equal(5 * time.Minute))
 	})

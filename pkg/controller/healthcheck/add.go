@@ -25,11 +25,24 @@ const DefaultSyncPeriod = 30 * time.Second
 
 // AddToManager registers the health checks of both extension types. Every
 // check reports into SystemComponentsHealthy, the condition Gardener
-// aggregates for extensions' seed components.
-func AddToManager(mgr manager.Manager, syncPeriod time.Duration) error {
+// aggregates for extensions' seed components. Their requests to the seed's
+// kube-apiserver share a budget of qps per second of their own (budget.go);
+// 0 means the defaults.
+func AddToManager(mgr manager.Manager, syncPeriod time.Duration, qps float32) error {
 	if syncPeriod == 0 {
 		syncPeriod = DefaultSyncPeriod
 	}
+	if qps == 0 {
+		qps = DefaultQPS
+	}
+	hc, err := withBudget(mgr, qps)
+	if err != nil {
+		return err
+	}
+	return addChecks(hc, syncPeriod)
+}
+
+func addChecks(mgr manager.Manager, syncPeriod time.Duration) error {
 	condition := string(gardencorev1beta1.ShootSystemComponentsHealthy)
 	if err := register(mgr, constants.FirewallExtensionType, syncPeriod, []healthcheck.ConditionTypeToHealthCheck{
 		{ConditionType: condition, HealthCheck: NewDeploymentChecker(mgr.GetClient(), constants.FirewallDeploymentName)},

@@ -80,7 +80,7 @@ var _ = BeforeSuite(func() {
 	DeferCleanup(cancel)
 	Expect(addController(ctx, mgr)).To(Succeed())
 	Expect(envoyfilter.AddToManager(mgr)).To(Succeed())
-	Expect(aclhealthcheck.AddToManager(mgr, time.Second)).To(Succeed())
+	Expect(aclhealthcheck.AddToManager(mgr, time.Second, 0)).To(Succeed())
 
 	go func() {
 		defer GinkgoRecover()

@@ -94,7 +94,7 @@ func startSeed(name string) *seedEnv {
 		Controller: controller.Options{MaxConcurrentReconciles: 5},
 		Config:     firewallcontroller.Config{BootNamespace: bootNamespace, ReadyTimeout: readyTimeout, ReadyPollInterval: 500 * time.Millisecond},
 	})).To(Succeed())
-	Expect(healthcheck.AddToManager(mgr, 2*time.Second)).To(Succeed())
+	Expect(healthcheck.AddToManager(mgr, 2*time.Second, 0)).To(Succeed())
 	Expect(firewallmanager.AddToManager(mgr, firewallmanager.Options{
 		Provider:            provider,
 		HeartbeatTimeout:    firewallmanager.DefaultHeartbeatTimeout,
