@@ -1,20 +1,15 @@
 package metalscale_test
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
@@ -61,12 +56,15 @@ var _ = Describe("firewall Extensions on metal at scale", Label("bench"), func()
 		DeferCleanup(server.Close)
 
 		By("starting the extension binary with the metal provider")
-		binary := filepath.Join(dir, "gardener-extension-firewall")
-		build := exec.Command("go", "build", "-o", binary, "./cmd/gardener-extension-firewall")
-		build.Dir = testenv.RepoRoot()
-		out, err := build.CombinedOutput()
-		Expect(err).NotTo(HaveOccurred(), string(out))
-		pid, logFile := startExtension(ctx, binary, dir, cp, server.URL)
+		binary, err := framework.BuildExtension(dir)
+		Expect(err).NotTo(HaveOccurred())
+		hmac := filepath.Join(dir, "hmac")
+		Expect(os.WriteFile(hmac, []byte(metalapi.EditKey), 0o600)).To(Succeed())
+		extension, err := framework.StartExtensionProcess(ctx, binary, dir, cp,
+			"--machine-provider=metal", "--metal-api-url="+server.URL, "--metal-api-hmac-file="+hmac, "--metal-api-hmac-auth-type=Metal-Edit")
+		Expect(err).NotTo(HaveOccurred())
+		DeferCleanup(func() { extension.Stop(os.Getenv("BENCH_KEEP_LOG")) })
+		logFile := extension.LogFile
 
 		By(fmt.Sprintf("creating %d shoot namespaces with a firewall Extension each", n))
 		start := time.Now()
@@ -103,7 +101,7 @@ var _ = Describe("firewall Extensions on metal at scale", Label("bench"), func()
 		before, steadyStart := server.Requests(), time.Now()
 		time.Sleep(time.Minute)
 		rate := float64(server.Requests()-before) / time.Since(steadyStart).Seconds()
-		hwm := statusKiB(pid, "VmHWM") // the kernel's peak resident set of the process
+		hwm := extension.StatusKiB("VmHWM") // the kernel's peak resident set of the process
 
 		fmt.Println()
 		fmt.Println("| firewall Extensions | create objects | all Firewalls Ready | extension peak RSS (VmHWM) | metal-api requests/s in steady state | allocations |")
@@ -120,41 +118,6 @@ func firewalls() int {
 		return n
 	}
 	return 1000
-}
-
-// startExtension runs the binary as the chart does for the metal provider
-// (no webhook, no leader election: one process), logging into a file.
-func startExtension(ctx context.Context, binary, dir string, cp *testenv.ControlPlane, metalURL string) (int, string) {
-	GinkgoHelper()
-	kubeconfig, err := testenv.Kubeconfig(cp.Config)
-	Expect(err).NotTo(HaveOccurred())
-	files := map[string][]byte{"kubeconfig": kubeconfig, "ca.crt": cp.CACertificate(), "hmac": []byte(metalapi.EditKey)}
-	for name, data := range files {
-		Expect(os.WriteFile(filepath.Join(dir, name), data, 0o600)).To(Succeed())
-	}
-	const bootNamespace = "extension-firewall-bench"
-	c, err := framework.SeedClient(cp)
-	Expect(err).NotTo(HaveOccurred())
-	Expect(c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: bootNamespace}})).To(Succeed())
-	logFile := filepath.Join(dir, "extension.log")
-	log, err := os.Create(logFile)
-	Expect(err).NotTo(HaveOccurred())
-	cmd := exec.Command(binary,
-		"--kubeconfig="+filepath.Join(dir, "kubeconfig"), "--leader-election=false", "--metrics-bind-address=0", "--health-bind-address=0",
-		"--seed-server="+cp.Config.Host, "--seed-ca-file="+filepath.Join(dir, "ca.crt"), "--boot-namespace="+bootNamespace,
-		"--machine-provider=metal", "--metal-api-url="+metalURL, "--metal-api-hmac-file="+filepath.Join(dir, "hmac"), "--metal-api-hmac-auth-type=Metal-Edit")
-	cmd.Stdout, cmd.Stderr = log, log
-	Expect(cmd.Start()).To(Succeed())
-	DeferCleanup(func() {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-		_ = log.Close()
-		if keep := os.Getenv("BENCH_KEEP_LOG"); keep != "" {
-			data, _ := os.ReadFile(logFile)
-			_ = os.WriteFile(keep, data, 0o600)
-		}
-	})
-	return cmd.Process.Pid, logFile
 }
 
 // heartbeats reports, as every firewall's agent would, a run against seed
@@ -185,20 +148,4 @@ func heartbeats(ctx context.Context, cfg *rest.Config) {
 		case <-time.After(2 * time.Second):
 		}
 	}
-}
-
-// statusKiB reads a field such as VmRSS of /proc/<pid>/status in KiB.
-func statusKiB(pid int, field string) int64 {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return 0
-	}
-	s := bufio.NewScanner(bytes.NewReader(data))
-	for s.Scan() {
-		if rest, ok := strings.CutPrefix(s.Text(), field+":"); ok {
-			v, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
-			return v
-		}
-	}
-	return 0
 }
