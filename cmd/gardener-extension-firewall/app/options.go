@@ -77,8 +77,8 @@ type Options struct {
 	// many acl Extensions are reconciled at once.
 	ACL                        aclcontroller.Config
 	ACLMaxConcurrentReconciles int
-	WebhookPort    int
-	WebhookCertDir string
+	WebhookPort                int
+	WebhookCertDir             string
 	// WebhookConfigNamespace, when set, makes the binary manage the webhook's certificates
 	// and registration itself, the Gardener way (see webhook.go).
 	WebhookConfigNamespace   string
