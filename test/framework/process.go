@@ -95,10 +95,13 @@ func (p *ExtensionProcess) StatusKiB(field string) int64 {
 	return 0
 }
 
-// CPUSeconds is the CPU time the process has used so far, user and system (/proc/<pid>/stat,
-// in the kernel's clock ticks of 1/100 s).
-func (p *ExtensionProcess) CPUSeconds() float64 {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p.Pid()))
+// CPUSeconds is the CPU time the process has used so far.
+func (p *ExtensionProcess) CPUSeconds() float64 { return CPUSeconds(p.Pid()) }
+
+// CPUSeconds is the CPU time a process has used so far, user and system (/proc/<pid>/stat, in
+// the kernel's clock ticks of 1/100 s); 0 when it cannot be read.
+func CPUSeconds(pid int) float64 {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
 		return 0
 	}

@@ -74,3 +74,12 @@ func pidWithArgument(binary, arg string) (int, error) {
 	}
 	return 0, fmt.Errorf("no %s process with %q in its command line", binary, arg)
 }
+
+// Pids are the process IDs of the kube-apiserver and etcd: benchmarks read their CPU time.
+func (c *ControlPlane) Pids() (apiServer, etcd int, err error) {
+	if apiServer, err = pidWithArgument("kube-apiserver", c.env.ControlPlane.APIServer.CertDir); err != nil {
+		return 0, 0, err
+	}
+	etcd, err = pidWithArgument("etcd", c.env.ControlPlane.Etcd.DataDir)
+	return apiServer, etcd, err
+}

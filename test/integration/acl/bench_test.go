@@ -49,6 +49,9 @@ var _ = Describe("reconciling many ACL shoots", Label("bench"), Ordered, func() 
 	var c client.Client
 	var cfg *rest.Config
 	var extension *framework.ExtensionProcess
+	// cpu reads the CPU time so far of the extension, the kube-apiserver, etcd and this process
+	// (the writers and the test's polling).
+	var cpu func() [4]float64
 
 	BeforeAll(func() {
 		if os.Getenv("BENCH_TABLE") != "true" {
@@ -70,6 +73,11 @@ var _ = Describe("reconciling many ACL shoots", Label("bench"), Ordered, func() 
 			"--ignore-operation-annotation=true", "--acl-always-allowed-cidrs="+operatorCIDR)
 		Expect(err).NotTo(HaveOccurred())
 		DeferCleanup(func() { extension.Stop(os.Getenv("BENCH_KEEP_LOG")) })
+		apiServer, etcd, err := cp.Pids()
+		Expect(err).NotTo(HaveOccurred())
+		cpu = func() [4]float64 {
+			return [4]float64{extension.CPUSeconds(), framework.CPUSeconds(apiServer), framework.CPUSeconds(etcd), framework.CPUSeconds(os.Getpid())}
+		}
 
 		Expect(c.Create(ctx(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: benchIngress, Labels: map[string]string{"gardener.cloud/role": "istio-ingress"}}})).To(Succeed())
 		Expect(c.Create(ctx(), &corev1.Service{
@@ -91,7 +99,7 @@ var _ = Describe("reconciling many ACL shoots", Label("bench"), Ordered, func() 
 		}
 
 		header := []string{
-			"| ACL shoots (10 rule CIDRs each) | create objects | last write → all shoots in the shared config | shards | largest shared object | objects rewritten for one shoot's change (and its time) | RBAC evaluations per request | extension CPU | extension peak RSS (VmHWM) | extension RSS after the row |",
+			"| ACL shoots (10 rule CIDRs each) | create objects | last write → all shoots in the shared config | shards | largest shared object | objects rewritten for one shoot's change (and its time) | RBAC evaluations per request | CPU while growing: extension / kube-apiserver / etcd / writers and test | extension peak RSS (VmHWM) | extension RSS after the row |",
 			"|---|---|---|---|---|---|---|---|---|---|",
 		}
 		fmt.Println() // Ginkgo's progress marks end without a newline.
@@ -102,7 +110,7 @@ var _ = Describe("reconciling many ACL shoots", Label("bench"), Ordered, func() 
 		var requestRows []string
 		for _, n := range benchSizes() {
 			requestsBefore := apiserverRequests(cfg)
-			cpuBefore := extension.CPUSeconds()
+			cpuBefore := cpu()
 			start := time.Now()
 			// Eight writers, as gardenlets of a busy seed would be: one alone makes creation,
 			// not the controller, the length of the run.
@@ -152,6 +160,12 @@ var _ = Describe("reconciling many ACL shoots", Label("bench"), Ordered, func() 
 				g.Expect(missing).To(BeZero(), "shoots missing in the shared config")
 			}).WithTimeout(60 * time.Minute).WithPolling(2 * time.Second).Should(Succeed())
 			inShared := time.Since(lastWrite)
+			cpuAfter := cpu()
+			var cpuUsed []string
+			for i := range cpuAfter {
+				cpuUsed = append(cpuUsed, fmt.Sprintf("%.0f", cpuAfter[i]-cpuBefore[i]))
+			}
+			growth := time.Since(start)
 			clear(inSecret)
 			largest, evaluations, shards := sharedFigures(c, benchIngress, n, shootNS)
 
@@ -181,10 +195,10 @@ var _ = Describe("reconciling many ACL shoots", Label("bench"), Ordered, func() 
 			}
 			requestRows = append(requestRows, fmt.Sprintf("| %d | %s |", n, topRequests(requestsBefore, apiserverRequests(cfg), 12)))
 
-			fmt.Printf("| %d | %s | %s | %d | %.1f KiB | %d (%s) | %d | %.0f s | %.0f MiB | %.0f MiB |\n",
+			fmt.Printf("| %d | %s | %s | %d | %.1f KiB | %d (%s) | %d | %s s in %.0f s | %.0f MiB | %.0f MiB |\n",
 				n, createTime.Round(10*time.Millisecond), inShared.Round(10*time.Millisecond), shards,
 				float64(largest)/1024, rewritten, changeTime.Round(10*time.Millisecond), evaluations,
-				extension.CPUSeconds()-cpuBefore, float64(extension.StatusKiB("VmHWM"))/1024, float64(extension.StatusKiB("VmRSS"))/1024)
+				strings.Join(cpuUsed, " / "), growth.Seconds(), float64(extension.StatusKiB("VmHWM"))/1024, float64(extension.StatusKiB("VmRSS"))/1024)
 		}
 		fmt.Println()
 		fmt.Println("| ACL shoots | requests to the kube-apiserver during the row, most frequent first |")
