@@ -136,15 +136,22 @@ var _ = Describe("Replacing one of two firewalls", func() {
 			return out
 		}
 		// The one that fails is the one with the traffic.
+		// Both from one read: the set reorders distances one Firewall at a time, so a second
+		// read can see (1, 1) on the way from (0, 1) to (1, 0).
 		var healthy, failing string
-		Eventually(func() []int32 { return distances(ctx, namespace) }).Should(ConsistOf(int32(0), int32(1)))
-		for name, fw := range byName() {
-			if fw.Spec.Distance == 0 {
-				failing = name
-			} else {
-				healthy = name
+		Eventually(func(g Gomega) {
+			healthy, failing = "", ""
+			for name, fw := range byName() {
+				switch fw.Spec.Distance {
+				case 0:
+					failing = name
+				case 1:
+					healthy = name
+				}
 			}
-		}
+			g.Expect(failing).NotTo(BeEmpty(), "a Firewall at distance 0")
+			g.Expect(healthy).NotTo(BeEmpty(), "a Firewall at distance 1")
+		}).Should(Succeed())
 		beatOnly := func(keep ...string) {
 			heartbeatIf(ctx, namespace, func(fw *firewallv1alpha1.Firewall) bool { return slices.Contains(keep, fw.Name) })
 		}
