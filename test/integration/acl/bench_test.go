@@ -15,9 +15,7 @@ import (
 	compositev3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/composite/v3"
 	httprbacv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/rbac/v3"
 	extensionsv1alpha1 "github.com/gardener/gardener/pkg/apis/extensions/v1alpha1"
-	resourcesv1alpha1 "github.com/gardener/gardener/pkg/apis/resources/v1alpha1"
 	"github.com/gardener/gardener/pkg/client/kubernetes"
-	"github.com/gardener/gardener/pkg/utils/managedresources"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	"google.golang.org/protobuf/encoding/protojson"
@@ -242,23 +240,16 @@ func sharedFigures(c client.Client, namespace string, n int, shootNS func(int) s
 // refer to now, given the Secret's objects as JSON. Data Secrets are immutable and named by their
 // content: memo keeps each answer, so a Secret is decoded once however often this is called.
 func readShared[T any](c client.Client, namespace string, memo map[string]T, read func(json string) T) ([]T, error) {
-	mrs := &resourcesv1alpha1.ManagedResourceList{}
-	if err := c.List(ctx(), mrs, client.InNamespace(namespace)); err != nil {
+	mrs, err := framework.ACLSharedManagedResources(ctx(), c, namespace)
+	if err != nil {
 		return nil, err
 	}
 	var out []T
-	for _, mr := range mrs.Items {
-		if !strings.HasPrefix(mr.Name, constants.ACLSharedManagedResourceName) {
-			continue
-		}
+	for _, mr := range mrs {
 		for _, ref := range mr.Spec.SecretRefs {
 			answer, ok := memo[ref.Name]
 			if !ok {
-				secret := &corev1.Secret{}
-				if err := c.Get(ctx(), client.ObjectKey{Namespace: namespace, Name: ref.Name}, secret); err != nil {
-					return nil, err
-				}
-				objs, err := managedresources.ExtractObjectsFromSecret(kubernetes.SeedCodec.UniversalDeserializer(), secret)
+				objs, err := framework.DataSecretObjects(ctx(), c, namespace, ref.Name)
 				if err != nil {
 					return nil, err
 				}
@@ -284,17 +275,15 @@ func shootsIn(json string) map[string]bool {
 // a rewritten object gets a new one.
 func sharedSecretRefs(c client.Client, namespace string) map[string]string {
 	GinkgoHelper()
-	mrs := &resourcesv1alpha1.ManagedResourceList{}
-	Expect(c.List(ctx(), mrs, client.InNamespace(namespace))).To(Succeed())
+	mrs, err := framework.ACLSharedManagedResources(ctx(), c, namespace)
+	Expect(err).NotTo(HaveOccurred())
 	out := map[string]string{}
-	for _, mr := range mrs.Items {
-		if strings.HasPrefix(mr.Name, constants.ACLSharedManagedResourceName) {
-			var refs []string
-			for _, r := range mr.Spec.SecretRefs {
-				refs = append(refs, r.Name)
-			}
-			out[mr.Name] = strings.Join(refs, ",")
+	for _, mr := range mrs {
+		var refs []string
+		for _, r := range mr.Spec.SecretRefs {
+			refs = append(refs, r.Name)
 		}
+		out[mr.Name] = strings.Join(refs, ",")
 	}
 	return out
 }

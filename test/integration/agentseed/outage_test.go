@@ -58,9 +58,10 @@ var _ = Describe("the seed's kube-apiserver stopped", func() {
 		start := func(applier *recorder, m *metrics.Metrics) func() {
 			a := &agent.Agent{ConfigPath: configPath, Applier: applier, Log: log, Metrics: m,
 				PollInterval: 200 * time.Millisecond, SeedInterval: interval, Version: "v-test"}
-			stop := framework.RunInBackground(a.Run)
-			DeferCleanup(func() { Expect(stop()).To(Succeed()) })
-			return func() { Expect(stop()).To(Succeed()) }
+			stopAgent := framework.RunInBackground(a.Run)
+			stop := func() { Expect(stopAgent()).To(Succeed()) }
+			DeferCleanup(stop)
+			return stop
 		}
 		applier := &recorder{}
 		m := metrics.New("v-test", nil, log)

@@ -65,8 +65,9 @@ var _ = Describe("Agent self-update from the seed", func() {
 				PollInterval: 200 * time.Millisecond, SeedInterval: 300 * time.Millisecond, Version: "v1.0.0",
 				Executable: exe, UpdatePublicKey: keyPath}
 			stopAgent := framework.RunInBackground(a.Run)
-			DeferCleanup(func() { Expect(stopAgent()).To(Succeed()) })
-			return func() { Expect(stopAgent()).To(Succeed()) }
+			stop = func() { Expect(stopAgent()).To(Succeed()) }
+			DeferCleanup(stop)
+			return stop
 		}
 
 		By("without a key: Disabled, and why")
