@@ -38,7 +38,9 @@ func withBudget(mgr manager.Manager, qps float32) (*budgetManager, error) {
 	c, err := client.New(cfg, client.Options{
 		Scheme: mgr.GetScheme(),
 		Mapper: mgr.GetRESTMapper(),
-		Cache:  &client.CacheOptions{Reader: mgr.GetCache()},
+		// Reads go through the manager's client: what it leaves out of the cache (Secrets), this
+		// one does too.
+		Cache: &client.CacheOptions{Reader: mgr.GetClient()},
 	})
 	if err != nil {
 		return nil, err

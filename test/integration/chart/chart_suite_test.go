@@ -108,6 +108,7 @@ var _ = BeforeSuite(func() {
 	opts.MetricsBindAddress = "0"
 	Expect(opts.LeaderElection).To(BeTrue())
 
+	secretWatchesBefore = openWatches(context.Background(), "secrets")
 	By("starting the binary's manager and controllers as the chart's ServiceAccount")
 	managerOptions := app.ManagerOptions(opts, scheme)
 	managerOptions.Controller = config.Controller{CacheSyncTimeout: 30 * time.Second, SkipNameValidation: ptr.To(true)}

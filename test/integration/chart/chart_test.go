@@ -88,6 +88,18 @@ func createShoot(ctx SpecContext, namespace string) {
 	Expect(admin.Create(ctx, gw)).To(Succeed())
 }
 
+// ensureIngress creates the seed's Istio ingress namespace and gateway Service, once for the
+// specs that need them, and returns the namespace.
+func ensureIngress(ctx SpecContext) string {
+	ingress := constants.DefaultIngressNamespace
+	Expect(client.IgnoreAlreadyExists(admin.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ingress, Labels: map[string]string{constants.IngressNamespaceLabel: constants.IngressNamespaceRole}}}))).To(Succeed())
+	Expect(client.IgnoreAlreadyExists(admin.Create(ctx, &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Name: "istio-ingressgateway", Namespace: ingress, Labels: gatewayLabels},
+		Spec:       corev1.ServiceSpec{Selector: gatewayLabels, Ports: []corev1.ServicePort{{Name: "https", Port: 443}}},
+	}))).To(Succeed())
+	return ingress
+}
+
 func newExtension(namespace, extensionType, providerConfig string) *extensionsv1alpha1.Extension {
 	return &extensionsv1alpha1.Extension{
 		ObjectMeta: metav1.ObjectMeta{Name: extensionType, Namespace: namespace, Annotations: map[string]string{
@@ -387,12 +399,7 @@ var _ = Describe("The extension under the chart's RBAC", func() {
 	})
 
 	It("enforces a shoot's ACL and removes it again", func(ctx SpecContext) {
-		ingress := constants.DefaultIngressNamespace
-		Expect(admin.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ingress, Labels: map[string]string{constants.IngressNamespaceLabel: constants.IngressNamespaceRole}}})).To(Succeed())
-		Expect(admin.Create(ctx, &corev1.Service{
-			ObjectMeta: metav1.ObjectMeta{Name: "istio-ingressgateway", Namespace: ingress, Labels: gatewayLabels},
-			Spec:       corev1.ServiceSpec{Selector: gatewayLabels, Ports: []corev1.ServicePort{{Name: "https", Port: 443}}},
-		})).To(Succeed())
+		ingress := ensureIngress(ctx)
 		namespace := "shoot--p--acl"
 		createShoot(ctx, namespace)
 		gardeners := &istionetworkingv1alpha3.EnvoyFilter{ObjectMeta: metav1.ObjectMeta{Name: namespace + constants.GardenerTLSTerminationSuffix, Namespace: ingress}}
