@@ -101,7 +101,7 @@ var _ = Describe("Options", func() {
 
 	It("hands the acl controller its workers and the operator's config", func() {
 		// One worker made thousands of new acl shoots wait for each other's writes in turn.
-		Expect(ACLAddOptions(parse()).Controller.MaxConcurrentReconciles).To(Equal(5))
+		Expect(ACLAddOptions(parse()).Controller.MaxConcurrentReconciles).To(Equal(20))
 		o := ACLAddOptions(parse("--acl-max-concurrent-reconciles=12", "--ignore-operation-annotation", "--acl-always-allowed-cidrs=192.0.2.0/28"))
 		Expect(o.Controller.MaxConcurrentReconciles).To(Equal(12))
 		Expect(o.IgnoreOperationAnnotation).To(BeTrue())

@@ -40,7 +40,7 @@ type AddOptions struct {
 }
 
 // DefaultAddOptions are used by AddToManager.
-var DefaultAddOptions = AddOptions{Controller: controller.Options{MaxConcurrentReconciles: 5}}
+var DefaultAddOptions = AddOptions{Controller: controller.Options{MaxConcurrentReconciles: 20}}
 
 // AddToManagerWithOptions adds the acl Extension controller (Gardener's generic Extension
 // reconciler with this package's actuator) to the manager.

@@ -68,7 +68,7 @@ var _ = Describe("reconciling many ACL shoots", Label("bench"), Ordered, func() 
 		// No machine provider flags: the firewall controllers run without one, as on a seed
 		// whose operator uses only acl.
 		extension, err = framework.StartExtensionProcess(ctx(), binary, dir, cp,
-			"--ignore-operation-annotation=true", "--acl-always-allowed-cidrs="+operatorCIDR)
+			append([]string{"--ignore-operation-annotation=true", "--acl-always-allowed-cidrs=" + operatorCIDR}, strings.Fields(os.Getenv("BENCH_EXTENSION_ARGS"))...)...)
 		Expect(err).NotTo(HaveOccurred())
 		DeferCleanup(func() { extension.Stop(os.Getenv("BENCH_KEEP_LOG")) })
 		apiServer, etcd, err := cp.Pids()
