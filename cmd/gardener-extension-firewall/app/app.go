@@ -9,6 +9,7 @@ import (
 	"github.com/gardener/gardener/pkg/client/kubernetes"
 	gardenerhealthz "github.com/gardener/gardener/pkg/healthz"
 	"github.com/spf13/cobra"
+	"go.uber.org/zap/zapcore"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
@@ -83,7 +84,8 @@ func Scheme() (*runtime.Scheme, error) {
 }
 
 func run(ctx context.Context, opts *Options) error {
-	ctrl.SetLogger(zap.New())
+	// Milliseconds, as Gardener's components log: events a second apart are told apart.
+	ctrl.SetLogger(zap.New(func(o *zap.Options) { o.TimeEncoder = zapcore.ISO8601TimeEncoder }))
 	cfg, err := restConfig(opts.Kubeconfig)
 	if err != nil {
 		return err
