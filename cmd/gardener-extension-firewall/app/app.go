@@ -115,8 +115,9 @@ func ManagerOptions(opts *Options, scheme *runtime.Scheme) manager.Options {
 		Metrics:                 metricsserver.Options{BindAddress: opts.MetricsBindAddress},
 		HealthProbeBindAddress:  opts.HealthProbeBindAddress,
 		WebhookServer:           webhook.NewServer(webhook.Options{Port: opts.WebhookPort, CertDir: opts.WebhookCertDir}),
-		// Secrets are read by name, a few per reconcile. A cache would list and watch every Secret
-		// of the seed (all shoots' credentials and ManagedResource data) into this process.
+		// Secrets are read from the kube-apiserver when needed, a few per reconcile. A cache would
+		// list and watch every Secret of the seed (all shoots' credentials and ManagedResource
+		// data) into this process.
 		Client: client.Options{Cache: &client.CacheOptions{DisableFor: []client.Object{&corev1.Secret{}}}},
 	}
 }

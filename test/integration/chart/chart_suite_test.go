@@ -108,7 +108,6 @@ var _ = BeforeSuite(func() {
 	opts.MetricsBindAddress = "0"
 	Expect(opts.LeaderElection).To(BeTrue())
 
-	secretWatchesBefore = openWatches(context.Background(), "secrets")
 	By("starting the binary's manager and controllers as the chart's ServiceAccount")
 	managerOptions := app.ManagerOptions(opts, scheme)
 	managerOptions.Controller = config.Controller{CacheSyncTimeout: 30 * time.Second, SkipNameValidation: ptr.To(true)}
@@ -124,6 +123,7 @@ var _ = BeforeSuite(func() {
 	DeferCleanup(func() {
 		cancel()
 		Eventually(managerErr).WithTimeout(30 * time.Second).Should(Receive(Not(HaveOccurred())))
+		Expect(secretReads.cacheLike()).To(BeEmpty(), "no spec made the extension watch or list all Secrets")
 	})
 })
 
@@ -135,6 +135,7 @@ func serviceAccountConfig() *rest.Config {
 		UserName: fmt.Sprintf("system:serviceaccount:%s:gardener-extension-firewall", releaseNamespace),
 		Groups:   []string{"system:serviceaccounts", "system:serviceaccounts:" + releaseNamespace, "system:authenticated"},
 	}
+	cfg.Wrap(secretReads.wrap)
 	return cfg
 }
 
