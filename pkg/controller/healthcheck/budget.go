@@ -14,9 +14,9 @@ const DefaultQPS = 50
 
 // budgetManager is the manager as Gardener's health check library sees it: reads through the
 // manager's client (its cache, Secrets excepted), writes through a client with a request budget
-// of its own. The library writes
-// every Extension's status every sync period, changed or not; on the manager's client, thousands
-// of Extensions would take the request budget the reconcilers of new and changed shoots share.
+// of its own. The library writes every Extension's status every sync period, changed or not; on
+// the manager's client, thousands of Extensions would take the request budget the reconcilers of
+// new and changed shoots share.
 type budgetManager struct {
 	manager.Manager
 	client client.Client
