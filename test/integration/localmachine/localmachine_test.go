@@ -78,14 +78,18 @@ var _ = Describe("Local machine provider", func() {
 		DeferCleanup(func() { _ = provider.Delete(context.Background(), m.ID) })
 		netnsName := "fw-" + strings.TrimPrefix(m.ID, "local-")
 
+		By("the agent's table was in the kernel before the machine forwarded, as the boot unit has it on metal")
+		out, err := nsExec(netnsName, "nft", "list", "table", "inet", "firewall-agent")
+		Expect(err).NotTo(HaveOccurred(), out)
+
 		By("the agent runs inside the machine's namespace and programs its table there")
 		Eventually(func() string {
 			out, _ := nsExec(netnsName, "nft", "list", "table", "inet", "firewall-agent")
 			return out
 		}).WithTimeout(30 * time.Second).Should(ContainSubstring("203.0.113.0/24"))
-		out, err := exec.Command("nft", "list", "tables").CombinedOutput()
+		tables, err := exec.Command("nft", "list", "tables").CombinedOutput()
 		Expect(err).NotTo(HaveOccurred())
-		Expect(string(out)).NotTo(ContainSubstring("firewall-agent"), "the host's own ruleset is untouched")
+		Expect(string(tables)).NotTo(ContainSubstring("firewall-agent"), "the host's own ruleset is untouched")
 
 		By("the machine's hostname is the Firewall's name, which the agent's name defaults to")
 		record, err := os.ReadFile(filepath.Join(opts.StateDir, m.ID, "machine.json"))

@@ -212,6 +212,14 @@ func (p *Provider) CreateWithLinks(_ context.Context, fw *firewallv1alpha1.Firew
 	if err := p.network(rec.NetNS, short, links); err != nil {
 		return nil, err
 	}
+	// As the firewall-agent-boot unit does on metal before the network comes up: the agent's
+	// table is in the kernel before the machine forwards anything.
+	if err := p.boot(rec); err != nil {
+		return nil, err
+	}
+	if err := (&netns.NS{Name: rec.NetNS}).EnableForwarding(); err != nil {
+		return nil, err
+	}
 	if rec.PID, err = p.startAgent(rec); err != nil {
 		return nil, err
 	}
@@ -221,8 +229,9 @@ func (p *Provider) CreateWithLinks(_ context.Context, fw *firewallv1alpha1.Firew
 	return p.machine(rec), nil
 }
 
-// network creates the machine's namespace with its two links; their peers
-// are named fw<id>i and fw<id>e in the internal and external namespaces.
+// network creates the machine's namespace with its two links, not yet
+// forwarding; their peers are named fw<id>i and fw<id>e in the internal and
+// external namespaces.
 func (p *Provider) network(name, short string, links Links) error {
 	outside := map[string]*netns.NS{}
 	for _, n := range []string{p.opts.InternalNetNS, p.opts.ExternalNetNS} {
@@ -240,10 +249,16 @@ func (p *Provider) network(name, short string, links Links) error {
 	if err := netns.Veth(ns, links.Internal, "", outside[p.opts.InternalNetNS], "fw"+short+"i", ""); err != nil {
 		return err
 	}
-	if err := netns.Veth(ns, links.External, "", outside[p.opts.ExternalNetNS], "fw"+short+"e", ""); err != nil {
-		return err
+	return netns.Veth(ns, links.External, "", outside[p.opts.ExternalNetNS], "fw"+short+"e", "")
+}
+
+// boot runs the agent's boot step chrooted into the machine: its last good
+// ruleset, or the closed table.
+func (p *Provider) boot(rec *record) error {
+	if _, err := (&netns.NS{Name: rec.NetNS}).Exec("chroot", p.root(rec.ID), agentInRoot, "boot"); err != nil {
+		return fmt.Errorf("the agent's boot step: %w", err)
 	}
-	return ns.EnableForwarding()
+	return nil
 }
 
 // startAgent runs the agent chrooted into the machine's root inside its
