@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/go-openapi/strfmt"
 	"github.com/metal-stack/metal-go/api/client"
 	"github.com/metal-stack/metal-go/api/client/firewall"
 	metalmachine "github.com/metal-stack/metal-go/api/client/machine"
@@ -39,8 +40,9 @@ func allocation(mutate func(*models.V1FirewallCreateRequest)) *models.V1Firewall
 			{Networkid: ptr.To(metalapi.PrivateNetwork(project)), Autoacquire: ptr.To(true)},
 			{Networkid: ptr.To(metalapi.Internet), Autoacquire: ptr.To(true)},
 		},
-		Tags:     []string{"owner=test"},
-		UserData: base64.StdEncoding.EncodeToString([]byte(`{"ignition":{"version":"3.5.0"}}`)),
+		SSHPubKeys: []string{},
+		Tags:       []string{"owner=test"},
+		UserData:   base64.StdEncoding.EncodeToString([]byte(`{"ignition":{"version":"3.5.0"}}`)),
 	}
 	if mutate != nil {
 		mutate(r)
@@ -198,12 +200,19 @@ var _ = Describe("metal-api test server", func() {
 	})
 
 	Describe("validation against metal-go's metal-api.json", func() {
-		It("takes metal-go's null arrays as absent, as the metal-api does", func(ctx SpecContext) {
+		It("takes metal-go's null for an optional array as absent, as metal-go's model validation does", func(ctx SpecContext) {
 			_, err := edit.Firewall.FindFirewalls(firewall.NewFindFirewallsParamsWithContext(ctx).WithBody(&models.V1FirewallFindRequest{}), nil)
 			Expect(err).NotTo(HaveOccurred())
-			_, err = edit.Firewall.AllocateFirewall(firewall.NewAllocateFirewallParamsWithContext(ctx).WithBody(allocation(func(r *models.V1FirewallCreateRequest) { r.SSHPubKeys, r.Tags = nil, nil })), nil)
+			_, err = edit.Firewall.AllocateFirewall(firewall.NewAllocateFirewallParamsWithContext(ctx).WithBody(allocation(func(r *models.V1FirewallCreateRequest) { r.Tags, r.DNSServers = nil, nil })), nil)
 			Expect(err).NotTo(HaveOccurred())
 			server.ExpectNoViolations()
+		})
+
+		It("refuses null where the spec requires an array (ssh_pub_keys), as metal-go's model validation does", func(ctx SpecContext) {
+			req := allocation(func(r *models.V1FirewallCreateRequest) { r.SSHPubKeys = nil })
+			Expect(req.Validate(strfmt.Default)).To(MatchError(ContainSubstring("ssh_pub_keys")), "metal-go's own validation")
+			_, _ = edit.Firewall.AllocateFirewall(firewall.NewAllocateFirewallParamsWithContext(ctx).WithBody(req), nil)
+			Expect(InterceptGomegaFailures(server.ExpectNoViolations)).To(ConsistOf(And(ContainSubstring("allocateFirewall"), ContainSubstring("/ssh_pub_keys"))))
 		})
 
 		It("fails the spec for a request that violates the spec (planted: sizeid is a number)", func(ctx SpecContext) {

@@ -90,10 +90,11 @@ type validation struct {
 }
 
 // ValidateRequest checks a request against the spec. body is the request's
-// body; the request's own body is not read. metal-go sends null for arrays
-// it has no value for, which the metal-api (Go's decoder) takes as absent:
-// such nulls are dropped (or, where the array is required, taken as empty)
-// before validation, and nothing else is forgiven.
+// body; the request's own body is not read. metal-go sends null for an
+// optional array it has no value for (its models have no omitempty there),
+// and its own model validation takes that as absent: such nulls are dropped
+// before validation. A null where the spec requires an array is refused, as
+// metal-go's model validation refuses it; nothing else is forgiven.
 func (s *Spec) ValidateRequest(ctx context.Context, r *http.Request, body []byte) (*validation, error) {
 	route, params, err := s.router.FindRoute(r)
 	if err != nil {
@@ -149,8 +150,8 @@ func requestSchema(route *routers.Route) *openapi3.Schema {
 	return mt.Schema.Value
 }
 
-// dropNullArrays removes the null values the schema types as arrays; a
-// required one becomes empty.
+// dropNullArrays removes the null values the schema types as optional
+// arrays; a null required array stays, for the validation to refuse.
 func dropNullArrays(body []byte, schema *openapi3.Schema) ([]byte, error) {
 	if schema == nil {
 		return body, nil
@@ -175,9 +176,7 @@ func walkNulls(v any, s *openapi3.Schema) any {
 			switch {
 			case !present:
 			case child == nil && prop.Value.Type.Is(openapi3.TypeArray):
-				if isRequired(s, name) {
-					val[name] = []any{}
-				} else {
+				if !isRequired(s, name) {
 					delete(val, name)
 				}
 			default:

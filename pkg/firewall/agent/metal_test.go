@@ -45,7 +45,7 @@ var _ = Describe("Agent with sources.metal", func() {
 		edit, err := metalclient.New(metalclient.Options{URL: server.URL, AuthType: metalclient.AuthTypeEdit, Key: metalclient.StaticKey(metalapi.EditKey)})
 		Expect(err).NotTo(HaveOccurred())
 		resp, err := edit.Firewall.AllocateFirewall(firewall.NewAllocateFirewallParamsWithContext(ctx).WithBody(&models.V1FirewallCreateRequest{
-			Name: "fw-a", Hostname: "fw-a", Sizeid: ptr.To(metalapi.Size), Imageid: ptr.To(metalapi.Image), Partitionid: ptr.To("partition-a"), Projectid: ptr.To(project),
+			Name: "fw-a", Hostname: "fw-a", Sizeid: ptr.To(metalapi.Size), Imageid: ptr.To(metalapi.Image), Partitionid: ptr.To("partition-a"), Projectid: ptr.To(project), SSHPubKeys: []string{},
 			Networks: []*models.V1MachineAllocationNetwork{
 				{Networkid: ptr.To(metalapi.PrivateNetwork(project)), Autoacquire: ptr.To(true)},
 				{Networkid: ptr.To(metalapi.Internet), Autoacquire: ptr.To(true)},
@@ -75,7 +75,7 @@ var _ = Describe("Agent with sources.metal", func() {
 
 	It("applies the allocation's prefixes, SNAT and rules, follows their changes, and applies nothing while nothing changes", func() {
 		run()
-		Eventually(fake.last).Should(And(ContainSubstring("10.10.0.0/16"), ContainSubstring(`oifname "vrf104009"`), ContainSubstring("198.51.100.0/24 . tcp . 443")))
+		Eventually(fake.last).Should(And(ContainSubstring("10.10.0.0/16"), ContainSubstring(`oifname "vlan104009"`), ContainSubstring("198.51.100.0/24 . tcp . 443")))
 		n := fake.count()
 		Consistently(fake.count, 200*time.Millisecond).Should(Equal(n), "an unchanged allocation is not applied again")
 

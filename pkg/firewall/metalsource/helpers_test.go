@@ -14,7 +14,7 @@ import (
 func metalapiAllocate(ctx context.Context, name string, rules *models.V1FirewallRules) *firewall.AllocateFirewallParams {
 	return firewall.NewAllocateFirewallParamsWithContext(ctx).WithBody(&models.V1FirewallCreateRequest{
 		Name: name, Hostname: name,
-		Sizeid: ptr.To(metalapi.Size), Imageid: ptr.To(metalapi.Image), Partitionid: ptr.To("partition-a"), Projectid: ptr.To(project),
+		Sizeid: ptr.To(metalapi.Size), Imageid: ptr.To(metalapi.Image), Partitionid: ptr.To("partition-a"), Projectid: ptr.To(project), SSHPubKeys: []string{},
 		Networks: []*models.V1MachineAllocationNetwork{
 			{Networkid: ptr.To(metalapi.PrivateNetwork(project)), Autoacquire: ptr.To(true)},
 			{Networkid: ptr.To(metalapi.Internet), Autoacquire: ptr.To(true)},

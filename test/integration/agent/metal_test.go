@@ -77,7 +77,7 @@ var _ = Describe("firewall agent with sources.metal only", func() {
 		edit, err := metalclient.New(metalclient.Options{URL: server.URL, AuthType: metalclient.AuthTypeEdit, Key: metalclient.StaticKey(metalapi.EditKey)})
 		Expect(err).NotTo(HaveOccurred())
 		resp, err := edit.Firewall.AllocateFirewall(firewall.NewAllocateFirewallParamsWithContext(ctx).WithBody(&models.V1FirewallCreateRequest{
-			Name: "fw-test", Hostname: "fw-test", Sizeid: ptr.To(metalapi.Size), Imageid: ptr.To(metalapi.Image), Partitionid: ptr.To("partition-a"), Projectid: ptr.To(project),
+			Name: "fw-test", Hostname: "fw-test", Sizeid: ptr.To(metalapi.Size), Imageid: ptr.To(metalapi.Image), Partitionid: ptr.To("partition-a"), Projectid: ptr.To(project), SSHPubKeys: []string{},
 			Networks: []*models.V1MachineAllocationNetwork{
 				{Networkid: ptr.To(metalapi.PrivateNetwork(project)), Autoacquire: ptr.To(true)},
 				{Networkid: ptr.To(metalapi.Internet), Autoacquire: ptr.To(true)},
