@@ -101,7 +101,13 @@ func withInterfaces(fw *fwv1alpha1.FirewallTrafficSpec, cfg *agentconfigv1alpha1
 		if id == "" {
 			return nil
 		}
-		name, ok := cfg.InterfaceOf(id)
+		// SNAT matches where packets leave (postrouting), rate limits where
+		// they arrive (forward): on metal-stack two names of one network.
+		interfaceOf := cfg.InterfaceOf
+		if what == "egressRules" {
+			interfaceOf = cfg.OutInterfaceOf
+		}
+		name, ok := interfaceOf(id)
 		if !ok {
 			return fmt.Errorf("%s[%d].networkID %q: no interface for this network in the config's networks", what, i, id)
 		}

@@ -17,7 +17,7 @@ sources:
   seed: {kubeconfig: /etc/firewall-agent/seed.kubeconfig, namespace: shoot--p--s}
 controllers:
   firewall: {source: seed}
-networks: [{id: internet, interface: vrf104009}]
+networks: [{id: internet, interface: vrf104009, outInterface: vlan104009}]
 `
 	fromSeed := func(networkID string) *fwv1alpha1.FirewallTrafficSpec {
 		return &fwv1alpha1.FirewallTrafficSpec{
@@ -27,15 +27,16 @@ networks: [{id: internet, interface: vrf104009}]
 		}
 	}
 
-	It("puts the machine's interface where a Firewall from the seed names a network", func() {
+	It("puts the machine's interface where a Firewall from the seed names a network: SNAT where packets leave, rate limits where they arrive", func() {
 		cfg, err := config.Parse([]byte(seedConfig))
 		Expect(err).NotTo(HaveOccurred())
 		rs, err := agent.Desired(cfg, agent.Inputs{Seed: fromSeed("internet")})
 		Expect(err).NotTo(HaveOccurred())
 		Expect(ruleset.Render(rs)).To(And(
-			ContainSubstring(`oifname "vrf104009"`), ContainSubstring(`snat ip to 192.0.2.1`),
+			ContainSubstring(`oifname "vlan104009"`), ContainSubstring(`snat ip to 192.0.2.1`),
 			ContainSubstring(`iifname "vrf104009"`),
 		))
+		Expect(ruleset.Render(rs)).NotTo(ContainSubstring(`oifname "vrf104009"`), "postrouting sees the VLAN interface of a VRF, not the VRF device")
 	})
 
 	It("refuses a network the machine has no interface for, instead of matching every interface", func() {

@@ -164,15 +164,15 @@ func (s *Source) convert(fw *models.V1FirewallResponse) (*Allocation, error) {
 		if n == nil || n.Networkid == nil || ptr.Deref(n.Underlay, false) {
 			continue
 		}
-		iface := "vrf" + fmt.Sprint(ptr.Deref(n.Vrf, 0))
+		network := agentconfigv1alpha1.MetalNetwork(*n.Networkid, ptr.Deref(n.Vrf, 0))
 		if ptr.Deref(n.Vrf, 0) != 0 {
-			a.Networks = append(a.Networks, agentconfigv1alpha1.Network{ID: *n.Networkid, Interface: iface})
+			a.Networks = append(a.Networks, network)
 		}
 		switch {
 		case ptr.Deref(n.Private, false):
 			a.Firewall.InternalPrefixes = append(a.Firewall.InternalPrefixes, n.Prefixes...)
 		case ptr.Deref(n.Nat, false) && ptr.Deref(n.Vrf, 0) != 0:
-			a.Firewall.EgressRules = append(a.Firewall.EgressRules, fwv1alpha1.EgressRuleSNAT{Interface: iface, IPs: slices.Clone(n.Ips)})
+			a.Firewall.EgressRules = append(a.Firewall.EgressRules, fwv1alpha1.EgressRuleSNAT{Interface: network.OutInterface, IPs: slices.Clone(n.Ips)})
 		}
 	}
 	if errs := validation.ValidateFirewallTrafficSpec(a.Firewall, field.NewPath("allocation"), false); len(errs) > 0 {

@@ -58,10 +58,10 @@ var _ = Describe("Source", func() {
 		Expect(err).NotTo(HaveOccurred())
 		Expect(a.MachineID).To(Equal(id))
 		Expect(a.Firewall.InternalPrefixes).To(Equal([]string{"10.10.0.0/16"}))
-		Expect(a.Firewall.EgressRules).To(ConsistOf(And(HaveField("Interface", "vrf104009"), HaveField("IPs", ConsistOf(HavePrefix("100.64."))))))
+		Expect(a.Firewall.EgressRules).To(ConsistOf(And(HaveField("Interface", "vlan104009"), HaveField("IPs", ConsistOf(HavePrefix("100.64."))))))
 		Expect(a.Networks).To(ConsistOf(
-			agentconfigv1alpha1.Network{ID: metalapi.Internet, Interface: "vrf104009"},
-			agentconfigv1alpha1.Network{ID: metalapi.PrivateNetwork(project), Interface: "vrf3981"}), "no underlay")
+			agentconfigv1alpha1.Network{ID: metalapi.Internet, Interface: "vrf104009", OutInterface: "vlan104009"},
+			agentconfigv1alpha1.Network{ID: metalapi.PrivateNetwork(project), Interface: "vrf3981", OutInterface: "vlan3981"}), "no underlay")
 		Expect(a.Policies).To(ConsistOf(
 			HaveField("Egress", ConsistOf(firewallv1alpha1.EgressRule{To: []firewallv1alpha1.IPBlock{{CIDR: "1.1.1.0/24"}}, Ports: []firewallv1alpha1.PolicyPort{{Protocol: "UDP", Port: ptr.To[int32](53)}}})),
 			HaveField("Ingress", ConsistOf(firewallv1alpha1.IngressRule{From: []firewallv1alpha1.IPBlock{{CIDR: "192.0.2.0/24"}}, Ports: []firewallv1alpha1.PolicyPort{{Protocol: "TCP", Port: ptr.To[int32](22)}}})),

@@ -37,18 +37,43 @@ type Config struct {
 	Metrics *Metrics `json:"metrics,omitempty"`
 }
 
-// Network is one metal network the machine is attached to.
+// Network is one metal network the machine is attached to. On a metal-stack
+// firewall the kernel names one network differently per netfilter hook: a
+// packet from the network enters the forward hook on the VRF device
+// (vrf<vrf>), a packet to it leaves through the VLAN interface (vlan<vrf>),
+// which postrouting sees (metal-stack's own rules match the same names).
 type Network struct {
 	// ID is the metal network ID, e.g. "internet".
 	ID string `json:"id"`
-	// Interface is the machine's interface into that network, e.g. "vrf104009".
+	// Interface is the machine's interface that packets from that network
+	// arrive on, as the forward hook sees it: rate limits match it, and the
+	// agent's listeners for the network bind to it. E.g. "vrf104009".
 	Interface string `json:"interface"`
+	// OutInterface is the interface that packets into that network leave
+	// by, as the postrouting hook sees it: SNAT rules match it. E.g.
+	// "vlan104009". Interface when empty.
+	OutInterface string `json:"outInterface,omitempty"`
 }
 
-// InterfaceOf returns the interface of a network ID and whether it is known.
+// InterfaceOf returns the interface packets of a network ID arrive on, and
+// whether the network is known.
 func (cfg *Config) InterfaceOf(networkID string) (string, bool) {
 	for _, n := range cfg.Networks {
 		if n.ID == networkID {
+			return n.Interface, true
+		}
+	}
+	return "", false
+}
+
+// OutInterfaceOf returns the interface packets into a network ID leave by
+// (OutInterface, else Interface), and whether the network is known.
+func (cfg *Config) OutInterfaceOf(networkID string) (string, bool) {
+	for _, n := range cfg.Networks {
+		if n.ID == networkID {
+			if n.OutInterface != "" {
+				return n.OutInterface, true
+			}
 			return n.Interface, true
 		}
 	}

@@ -123,6 +123,9 @@ func validateNetworks(networks []agentconfigv1alpha1.Network) field.ErrorList {
 		if !validation.IsInterfaceName(n.Interface) {
 			allErrs = append(allErrs, fielderrors.Invalid(p.Child("interface"), n.Interface, "invalid interface name"))
 		}
+		if n.OutInterface != "" && !validation.IsInterfaceName(n.OutInterface) {
+			allErrs = append(allErrs, fielderrors.Invalid(p.Child("outInterface"), n.OutInterface, "invalid interface name"))
+		}
 	}
 	return allErrs
 }
@@ -189,7 +192,12 @@ func validateNetworkIDs(cfg *agentconfigv1alpha1.Config, spec *fwv1alpha1.Firewa
 		p := fldPath.Child(list).Index(i)
 		byNetwork := id != ""
 		if byNetwork {
-			resolved, ok := cfg.InterfaceOf(id)
+			// SNAT matches where packets leave, rate limits where they arrive.
+			interfaceOf := cfg.InterfaceOf
+			if list == "egressRules" {
+				interfaceOf = cfg.OutInterfaceOf
+			}
+			resolved, ok := interfaceOf(id)
 			if !ok {
 				allErrs = append(allErrs, fielderrors.Invalid(p.Child("networkID"), id, "no interface for this network: add it to networks"))
 				return
