@@ -3,13 +3,12 @@ package metalapi
 import (
 	"context"
 	"encoding/base64"
-	"encoding/json"
 	"fmt"
 	"os"
 	"strings"
 	"sync"
 
-	ignition "github.com/coreos/ignition/v2/config/v3_5/types"
+	ignitionv24 "github.com/flatcar/ignition/config/v2_4"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
@@ -87,19 +86,29 @@ func (h *LocalHardware) LocalID(machineID string) string {
 	return h.ids[machineID]
 }
 
-// IgnitionFiles are the files an Ignition config writes, as a machine's
-// first boot does: data URLs (base64) only, which is what the extension
-// writes.
+// IgnitionFiles are the files an Ignition config writes from data URLs (the
+// extension's own files), parsed as metal-stack's installer parses the
+// userdata: with flatcar/ignition's config/v2_4 (os-installer
+// pkg/installer/os/common/process_userdata.go). Any entry of its report, a
+// warning included, is an error: the installer would log it and go on with
+// a machine that misses files. Files the config downloads (an agent release)
+// are left out: the local machine runs its own agent binary.
 func IgnitionFiles(data []byte) ([]machine.File, error) {
-	cfg := ignition.Config{}
-	if err := json.Unmarshal(data, &cfg); err != nil {
-		return nil, fmt.Errorf("userdata is no Ignition config: %w", err)
+	cfg, report, err := ignitionv24.Parse(data)
+	if err != nil {
+		return nil, fmt.Errorf("userdata is no Ignition config metal-stack's installer takes: %w (%s)", err, strings.TrimSpace(report.String()))
+	}
+	if len(report.Entries) > 0 {
+		return nil, fmt.Errorf("the Ignition parser of metal-stack's installer reports on the userdata: %s", strings.TrimSpace(report.String()))
 	}
 	var files []machine.File
 	for _, f := range cfg.Storage.Files {
-		src := ptr.Deref(f.Contents.Source, "")
+		src := f.Contents.Source
+		if !strings.HasPrefix(src, "data:") {
+			continue
+		}
 		_, b64, ok := strings.Cut(src, ";base64,")
-		if !ok || !strings.HasPrefix(src, "data:") {
+		if !ok {
 			return nil, fmt.Errorf("userdata file %s: only base64 data URLs are supported", f.Path)
 		}
 		content, err := base64.StdEncoding.DecodeString(b64)

@@ -9,6 +9,7 @@ import (
 	agentconfigv1alpha1 "github.com/metal-firewall/gardener-extension-firewall/pkg/apis/agentconfig/v1alpha1"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/firewall/agent"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/firewall/nftables"
+	"github.com/metal-firewall/gardener-extension-firewall/pkg/firewall/userdata"
 )
 
 // lastGoodUsage describes the --last-good-ruleset flag of both commands.
@@ -17,7 +18,10 @@ const lastGoodUsage = "file (0600) where the agent saves each ruleset the kernel
 // newBootCommand returns the boot subcommand, which a machine runs before
 // its network comes up (see the firewall-agent-boot unit).
 func newBootCommand() *cobra.Command {
-	var path string
+	var (
+		path           string
+		removeUserdata bool
+	)
 	cmd := &cobra.Command{
 		Use:   "boot",
 		Short: "Install the last good ruleset, or a table that drops all forwarding; run before the network is up",
@@ -30,10 +34,25 @@ already it changes nothing. It reads no config and contacts nobody.`,
 		SilenceErrors: true,
 		RunE: func(*cobra.Command, []string) error {
 			log := slog.New(slog.NewTextHandler(os.Stderr, nil))
-			_, err := agent.Boot(nftables.NewProgrammer(""), path, log)
-			return err
+			if _, err := agent.Boot(nftables.NewProgrammer(""), path, log); err != nil {
+				return err
+			}
+			if removeUserdata {
+				// The table is in place: a failure here is logged, not fatal,
+				// for it must not keep the machine off the network.
+				changed, err := userdata.Remove("/")
+				for _, p := range changed {
+					log.Info("boot: removed the userdata copy", "path", p)
+				}
+				if err != nil {
+					log.Error("boot: could not remove every userdata copy; it holds the boot credential until that expires", "error", err)
+				}
+			}
+			return nil
 		},
 	}
 	cmd.Flags().StringVar(&path, "last-good-ruleset", agentconfigv1alpha1.LastGoodRulesetPath, lastGoodUsage)
+	cmd.Flags().BoolVar(&removeUserdata, "remove-userdata", false,
+		"after the table is in place, remove what metal-stack's installer keeps of the userdata (/config.ign, /etc/metal/userdata, the userdata field of /etc/metal/machine-allocation.yaml): it holds the boot credential")
 	return cmd
 }

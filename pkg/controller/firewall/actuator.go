@@ -142,6 +142,7 @@ func (a *actuator) Reconcile(ctx context.Context, log logr.Logger, ex *extension
 				AgentVersion:        cfg.AgentVersion,
 				AgentURL:            cfg.AgentURL,
 				AgentSHA256:         cfg.AgentSHA256,
+				AgentSHA512:         cfg.AgentSHA512,
 				UserdataContents:    agentFiles(agentConfig, a.config.AgentUpdatePublicKey),
 			},
 		}

@@ -36,6 +36,7 @@ var rolling = []struct {
 	{"agentVersion", func(s *firewallv1alpha1.FirewallSpec) *string { return &s.AgentVersion }},
 	{"agentURL", func(s *firewallv1alpha1.FirewallSpec) *string { return &s.AgentURL }},
 	{"agentSHA256", func(s *firewallv1alpha1.FirewallSpec) *string { return &s.AgentSHA256 }},
+	{"agentSHA512", func(s *firewallv1alpha1.FirewallSpec) *string { return &s.AgentSHA512 }},
 }
 
 // changes names the rolling fields in which to differs from from.

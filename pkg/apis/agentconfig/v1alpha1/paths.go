@@ -42,4 +42,34 @@ const (
 	// LastGoodRulesetPath keeps the last ruleset the kernel accepted, which
 	// `firewall-agent boot` installs before the network comes up.
 	LastGoodRulesetPath = StateDir + "/last-good-ruleset.json"
+	// ReleaseDir is where a machine's userdata puts the agent release it
+	// downloads onto a firewall image without the agent, until InstallUnit
+	// has checked its signature and installed it at BinaryPath.
+	ReleaseDir = StateDir + "/release"
+)
+
+// The systemd units of the agent on a firewall machine; the extension
+// delivers them, and drop-ins for the image's own units, through the
+// machine's userdata.
+const (
+	// BootUnit runs `firewall-agent boot` before the network comes up and
+	// again after every reload of nftables.service.
+	BootUnit = "firewall-agent-boot.service"
+	// AgentUnit runs the agent, in the VRF of the machine's default route.
+	AgentUnit = "firewall-agent.service"
+	// InstallUnit installs a release the userdata downloaded (ReleaseDir).
+	InstallUnit = "firewall-agent-install.service"
+)
+
+// Where metal-stack's installer leaves a machine's userdata (os-installer
+// pkg/installer/os/common/process_userdata.go and api/v1/api.go): the boot
+// step removes them, since the userdata carries the boot credential.
+const (
+	// IgnitionUserdataPath is the Ignition config the installer ran.
+	IgnitionUserdataPath = "/config.ign"
+	// MetalUserdataPath is the userdata as the metal-hammer hands it over.
+	MetalUserdataPath = "/etc/metal/userdata"
+	// MachineAllocationPath is the allocation the installer keeps, whose
+	// field "userdata" is the userdata again.
+	MachineAllocationPath = "/etc/metal/machine-allocation.yaml"
 )

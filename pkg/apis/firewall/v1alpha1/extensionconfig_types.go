@@ -39,6 +39,11 @@ type FirewallExtensionConfig struct {
 	// the Firewall's spec.
 	// +optional
 	AgentSHA256 string `json:"agentSHA256,omitempty"`
+	// AgentSHA512 is the hex SHA-512 of the binary at AgentURL, copied into
+	// the Firewall's spec: with it, a new machine downloads that binary
+	// through its userdata, for a firewall image without the agent.
+	// +optional
+	AgentSHA512 string `json:"agentSHA512,omitempty"`
 	// Replicas is the number of firewalls in front of the shoot's networks,
 	// 1 (default) to 4, each with its own machine and identity. All of them
 	// forward and announce the shoot's routes; their distance orders them.

@@ -55,6 +55,13 @@ type FirewallSpec struct {
 	// for it, not the download server.
 	// +optional
 	AgentSHA256 string `json:"agentSHA256,omitempty"`
+	// AgentSHA512 is the hex SHA-512 of the binary at AgentURL. With it (and
+	// AgentVersion, AgentSHA256), a new machine's userdata downloads the
+	// binary (Ignition checks the SHA-512), and the machine installs it once
+	// the operator's signature checks out: for a firewall image without the
+	// agent. Without it, the image must bring the agent.
+	// +optional
+	AgentSHA512 string `json:"agentSHA512,omitempty"`
 	// SSHPublicKeys are authorized for the machine's admin user.
 	// +optional
 	SSHPublicKeys []string `json:"sshPublicKeys,omitempty"`

@@ -49,7 +49,7 @@ func ValidateFirewallExtensionConfig(cfg *firewallv1alpha1.FirewallExtensionConf
 	allErrs := ValidateFirewallSpec(firewallv1alpha1.FirewallSpec{
 		Size: cfg.Size, Image: cfg.Image, Partition: cfg.Partition, Project: cfg.Project, Networks: cfg.Networks,
 		FirewallTrafficSpec: cfg.FirewallTrafficSpec, AgentVersion: cfg.AgentVersion, AgentURL: cfg.AgentURL,
-		AgentSHA256: cfg.AgentSHA256,
+		AgentSHA256: cfg.AgentSHA256, AgentSHA512: cfg.AgentSHA512,
 	}, fldPath)
 	if r := cfg.Replicas; r != nil && (*r < 1 || *r > firewallv1alpha1.MaxReplicas) {
 		allErrs = append(allErrs, field.Invalid(fldPath.Child("replicas"), *r, fmt.Sprintf("must be within [1, %d]", firewallv1alpha1.MaxReplicas)))

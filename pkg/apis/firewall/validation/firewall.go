@@ -54,6 +54,7 @@ func ValidateFirewallSpec(spec firewallv1alpha1.FirewallSpec, fldPath *field.Pat
 		allErrs = append(allErrs, validateAttachedNetworks(&spec.FirewallTrafficSpec, seenNetworks, fldPath)...)
 	}
 	allErrs = append(allErrs, validateAgent(spec.AgentVersion, spec.AgentURL, spec.AgentSHA256, fldPath)...)
+	allErrs = append(allErrs, validateAgentDownload(spec, fldPath)...)
 	allErrs = append(allErrs, validateSSHPublicKeys(spec.SSHPublicKeys, fldPath.Child("sshPublicKeys"))...)
 	allErrs = append(allErrs, validateUserdataContents(spec.UserdataContents, fldPath.Child("userdataContents"))...)
 	if spec.InitialRules != nil {
@@ -109,9 +110,31 @@ func validateAgent(version, agentURL, sha string, fldPath *field.Path) field.Err
 	return allErrs
 }
 
+// validateAgentDownload checks agentSHA512: a SHA-512, and only beside the
+// version, URL and SHA-256 that the machine needs to download the binary and
+// check the operator's signature over it.
+func validateAgentDownload(spec firewallv1alpha1.FirewallSpec, fldPath *field.Path) field.ErrorList {
+	if spec.AgentSHA512 == "" {
+		return nil
+	}
+	p := fldPath.Child("agentSHA512")
+	if !isLowerHex(spec.AgentSHA512, 128) {
+		return field.ErrorList{fielderrors.Invalid(p, spec.AgentSHA512, "must be 128 lowercase hex digits (a SHA-512)")}
+	}
+	if spec.AgentVersion == "" || spec.AgentURL == "" || spec.AgentSHA256 == "" {
+		return field.ErrorList{field.Required(fldPath.Child("agentVersion"), "agentSHA512 downloads the agent onto new machines: agentVersion, agentURL and agentSHA256 are needed too")}
+	}
+	return nil
+}
+
 // IsSHA256Hex tells whether s is a SHA-256 in lowercase hex.
 func IsSHA256Hex(s string) bool {
-	if len(s) != 64 {
+	return isLowerHex(s, 64)
+}
+
+// isLowerHex tells whether s is n lowercase hex digits.
+func isLowerHex(s string, n int) bool {
+	if len(s) != n {
 		return false
 	}
 	for _, c := range s {

@@ -115,6 +115,10 @@ var _ = Describe("ValidateFirewallSpec", func() {
 			fieldErr(field.ErrorTypeInvalid, "spec.agentURL", "https:///agent")),
 		Entry("an agent SHA-256 that is not 64 lowercase hex digits", func(s *firewallv1alpha1.FirewallSpec) { s.AgentSHA256 = "ABCD" },
 			fieldErr(field.ErrorTypeInvalid, "spec.agentSHA256", "ABCD")),
+		Entry("an agent SHA-512 that is not 128 lowercase hex digits", func(s *firewallv1alpha1.FirewallSpec) { s.AgentSHA512 = strings.Repeat("a", 64) },
+			fieldErr(field.ErrorTypeInvalid, "spec.agentSHA512", strings.Repeat("a", 64))),
+		Entry("an agent SHA-512 without the release it downloads", func(s *firewallv1alpha1.FirewallSpec) { s.AgentSHA512 = strings.Repeat("a", 128) },
+			fieldErr(field.ErrorTypeRequired, "spec.agentVersion", nil)),
 		Entry("too many userdata files", func(s *firewallv1alpha1.FirewallSpec) {
 			s.UserdataContents = make([]firewallv1alpha1.UserdataContent, MaxUserdataContents+1)
 		}, fieldErr(field.ErrorTypeTooMany, "spec.userdataContents", MaxUserdataContents+1)),

@@ -171,6 +171,7 @@ func (r *Reconciler) updateMutable(ctx context.Context, set *firewallv1alpha1.Fi
 	want.Spec.AgentVersion = tmpl.AgentVersion
 	want.Spec.AgentURL = tmpl.AgentURL
 	want.Spec.AgentSHA256 = tmpl.AgentSHA256
+	want.Spec.AgentSHA512 = tmpl.AgentSHA512
 	want.Spec.SSHPublicKeys = tmpl.SSHPublicKeys
 	want.Spec.UserdataContents = tmpl.UserdataContents
 	want.Spec.Distance = distance

@@ -2,14 +2,10 @@ package machine
 
 import (
 	"context"
-	"encoding/base64"
-	"encoding/json"
 	"fmt"
 	"os"
 
-	ignition "github.com/coreos/ignition/v2/config/v3_5/types"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	firewallv1alpha1 "github.com/metal-firewall/gardener-extension-firewall/pkg/apis/firewall/v1alpha1"
@@ -43,21 +39,4 @@ func ResolveUserdata(ctx context.Context, c client.Reader, fw *firewallv1alpha1.
 		files = append(files, f)
 	}
 	return files, nil
-}
-
-// Ignition renders files into the Ignition config a real machine boots
-// with, and enables the agent's boot unit.
-func Ignition(files []File) ([]byte, error) {
-	cfg := ignition.Config{Ignition: ignition.Ignition{Version: "3.5.0"}}
-	cfg.Systemd.Units = []ignition.Unit{{Name: BootUnitName, Enabled: ptr.To(true), Contents: ptr.To(bootUnit)}}
-	for _, f := range files {
-		cfg.Storage.Files = append(cfg.Storage.Files, ignition.File{
-			Node: ignition.Node{Path: f.Path, Overwrite: ptr.To(true)},
-			FileEmbedded1: ignition.FileEmbedded1{
-				Contents: ignition.Resource{Source: ptr.To("data:;base64," + base64.StdEncoding.EncodeToString(f.Content))},
-				Mode:     ptr.To(int(f.Mode.Perm())),
-			},
-		})
-	}
-	return json.Marshal(cfg)
 }

@@ -2,10 +2,6 @@ package machine_test
 
 import (
 	"context"
-	"encoding/base64"
-	"strings"
-
-	ignitionconfig "github.com/coreos/ignition/v2/config/v3_5"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
@@ -42,29 +38,5 @@ var _ = Describe("Userdata", func() {
 		c := fake.NewClientBuilder().WithScheme(scheme.Scheme).Build()
 		_, err := ResolveUserdata(context.Background(), c, fw)
 		Expect(err).To(MatchError(ContainSubstring(`spec.userdataContents[1].secretRef: reading secret "bootstrap"`)))
-	})
-
-	It("renders an Ignition config that Ignition's own parser accepts", func() {
-		raw, err := Ignition([]File{{Path: "/etc/firewall-agent/bootstrap.kubeconfig", Content: []byte("k: v\n"), Mode: 0o600}})
-		Expect(err).NotTo(HaveOccurred())
-		cfg, report, err := ignitionconfig.Parse(raw)
-		Expect(err).NotTo(HaveOccurred(), report.String())
-		Expect(report.IsFatal()).To(BeFalse())
-		Expect(cfg.Storage.Files).To(HaveLen(1))
-		f := cfg.Storage.Files[0]
-		Expect(f.Path).To(Equal("/etc/firewall-agent/bootstrap.kubeconfig"))
-		Expect(*f.Mode).To(Equal(0o600))
-		data, err := base64.StdEncoding.DecodeString(strings.TrimPrefix(*f.Contents.Source, "data:;base64,"))
-		Expect(err).NotTo(HaveOccurred())
-		Expect(string(data)).To(Equal("k: v\n"))
-
-		By("enabling the boot step before the network")
-		Expect(cfg.Systemd.Units).To(HaveLen(1))
-		u := cfg.Systemd.Units[0]
-		Expect(u.Name).To(Equal("firewall-agent-boot.service"))
-		Expect(*u.Enabled).To(BeTrue())
-		Expect(*u.Contents).To(ContainSubstring("\nBefore=network-pre.target shutdown.target\n"))
-		Expect(*u.Contents).To(ContainSubstring("\nDefaultDependencies=no\n"))
-		Expect(*u.Contents).To(ContainSubstring("\nExecStart=/usr/local/bin/firewall-agent boot --last-good-ruleset /var/lib/firewall-agent/last-good-ruleset.json\n"))
 	})
 })

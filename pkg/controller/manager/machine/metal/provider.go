@@ -123,18 +123,23 @@ func (p *Provider) Find(ctx context.Context, fw *firewallv1alpha1.Firewall) (*ma
 
 // Create allocates a firewall in one call: size, image, partition, project,
 // networks, hostname, SSH keys, the tags that name the Firewall, the
-// Ignition userdata (with the agent config's networks) and the initial
-// rules. An answer of the metal-api that refuses (4xx) is a plain error; no
-// answer, a timeout or a 5xx may have allocated it (machine.InDoubtError).
+// Ignition userdata (with the agent config's networks, the agent's units and,
+// with agentSHA512, the agent's download) and the initial rules. An answer
+// of the metal-api that refuses (4xx) is a plain error; no answer, a timeout
+// or a 5xx may have allocated it (machine.InDoubtError).
 func (p *Provider) Create(ctx context.Context, fw *firewallv1alpha1.Firewall, userdata []machine.File) (*machine.Machine, error) {
-	networks, err := p.networks(ctx, fw.Spec.Networks)
+	attached, err := p.networks(ctx, fw.Spec.Networks)
 	if err != nil {
 		return nil, err
 	}
-	if userdata, err = machine.WithNetworks(userdata, networks); err != nil {
+	if userdata, err = machine.WithNetworks(userdata, attached.networks); err != nil {
 		return nil, err
 	}
-	ignition, err := machine.Ignition(userdata)
+	setup := Setup{DefaultRouteVRF: attached.defaultRouteVRF}
+	if s := fw.Spec; s.AgentSHA512 != "" {
+		setup.Release = &Release{Version: s.AgentVersion, URL: s.AgentURL, SHA256: s.AgentSHA256, SHA512: s.AgentSHA512}
+	}
+	ignition, err := Userdata(userdata, setup)
 	if err != nil {
 		return nil, err
 	}
@@ -146,9 +151,10 @@ func (p *Provider) Create(ctx context.Context, fw *firewallv1alpha1.Firewall, us
 		Imageid:     ptr.To(fw.Spec.Image),
 		Partitionid: ptr.To(fw.Spec.Partition),
 		Projectid:   ptr.To(fw.Spec.Project),
-		SSHPubKeys:  fw.Spec.SSHPublicKeys,
-		Tags:        tags(fw),
-		UserData:    base64.StdEncoding.EncodeToString(ignition),
+		// The spec requires the array: none is [], never null.
+		SSHPubKeys: append([]string{}, fw.Spec.SSHPublicKeys...),
+		Tags:       tags(fw),
+		UserData:   base64.StdEncoding.EncodeToString(ignition),
 	}
 	for _, n := range fw.Spec.Networks {
 		req.Networks = append(req.Networks, &models.V1MachineAllocationNetwork{Networkid: ptr.To(n), Autoacquire: ptr.To(true)})

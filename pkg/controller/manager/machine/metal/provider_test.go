@@ -102,8 +102,8 @@ var _ = Describe("Provider", func() {
 		cfg := &agentconfigv1alpha1.Config{}
 		Expect(yaml.Unmarshal(files[0].Content, cfg)).To(Succeed())
 		Expect(cfg.Networks).To(ConsistOf(
-			agentconfigv1alpha1.Network{ID: metalapi.Internet, Interface: "vrf104009"},
-			agentconfigv1alpha1.Network{ID: metalapi.PrivateNetwork(project), Interface: "vrf3981"}))
+			agentconfigv1alpha1.Network{ID: metalapi.Internet, Interface: "vrf104009", OutInterface: "vlan104009"},
+			agentconfigv1alpha1.Network{ID: metalapi.PrivateNetwork(project), Interface: "vrf3981", OutInterface: "vlan3981"}))
 		Expect(cfg.Sources.Seed).NotTo(BeNil(), "the rest of the config stays")
 	})
 
