@@ -159,6 +159,9 @@ func (a *Agent) apply(cfg *agentconfigv1alpha1.Config) (res nftables.Result, err
 		return res, fmt.Errorf("applying ruleset: %w", err)
 	}
 	a.saveLastGood(rs, res)
+	if err := openImageTable(a.Applier, rs, a.Log); err != nil {
+		return res, err
+	}
 	if a.Addresses != nil {
 		// After the rules: an address is removed only once no rule uses it.
 		if err := a.Addresses.Sync(addrs); err != nil {
@@ -396,6 +399,30 @@ func (a *Agent) ready(cfg *agentconfigv1alpha1.Config) bool {
 	}
 	policiesFromMetal := cfg.Controllers.CWNP != nil && cfg.Controllers.CWNP.Source == agentconfigv1alpha1.SourceMetal
 	return (!policiesFromShoot(cfg) || a.policiesRead) && (!servicesFromShoot(cfg) || a.servicesRead) && (!policiesFromMetal || a.in.Metal != nil)
+}
+
+// imageOpener is an Applier that can open the firewall image's own table to
+// what the agent's table decides on; *nftables.Programmer is one.
+type imageOpener interface {
+	OpenImageTable(openings []*ruleset.Rule) (bool, error)
+}
+
+// openImageTable opens the firewall image's table (metal-stack's inet metal)
+// once the agent's table rs is in place: in the kernel only, so that a
+// reload or a reboot brings the image's drop back until the agent is back.
+func openImageTable(k Applier, rs *ruleset.Ruleset, log *slog.Logger) error {
+	o, ok := k.(imageOpener)
+	if !ok {
+		return nil
+	}
+	changed, err := o.OpenImageTable(rs.Openings)
+	if err != nil {
+		return fmt.Errorf("the ruleset is applied, but the firewall image's table %s still drops what it allows: %w", nftables.ImageTable, err)
+	}
+	if changed {
+		log.Info("opened the firewall image's own table to what the agent's table decides on (in the kernel only)", "table", "inet "+nftables.ImageTable)
+	}
+	return nil
 }
 
 // tableChecker is an Applier that can tell whether a table exists;

@@ -42,12 +42,22 @@ func Boot(k BootApplier, path string, log *slog.Logger) (BootOutcome, error) {
 	}
 	if exists {
 		log.Info("boot: the kernel holds the agent's table already; keeping it")
+		if rs, err := lastgood.Load(path); err == nil {
+			if err := openImageTable(k, rs, log); err != nil {
+				log.Error("boot: "+err.Error(), "path", path)
+			}
+		}
 		return BootKept, nil
 	}
 	rs, err := lastgood.Load(path)
 	if err == nil {
 		if _, err = k.Apply(rs); err == nil {
 			log.Info("boot: last good ruleset installed", "path", path)
+			// The image's table is opened only to a ruleset of the agent's
+			// own, never while the closed table is all there is.
+			if err := openImageTable(k, rs, log); err != nil {
+				log.Error("boot: "+err.Error(), "path", path)
+			}
 			return BootLastGood, nil
 		}
 		err = fmt.Errorf("applying it: %w", err)

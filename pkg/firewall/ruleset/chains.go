@@ -78,7 +78,10 @@ func buildChains(fw *fwv1alpha1.FirewallTrafficSpec) ([]*Chain, error) {
 	)
 	chains = append(chains, forward)
 
-	postrouting := &Chain{Name: "postrouting", Type: "nat", Hook: "postrouting", Priority: 100}
+	// Before the firewall image's own masquerade (os-installer's table inet
+	// nat, priority 0): the first NAT chain that translates a connection
+	// decides its address. firewall-controller uses -1 for the same reason.
+	postrouting := &Chain{Name: "postrouting", Type: "nat", Hook: "postrouting", Priority: -1}
 	for _, snat := range fw.EgressRules {
 		ips := map[bool]string{}
 		for _, ip := range snat.IPs {

@@ -50,9 +50,15 @@ func WithDNSRedirect(rs *Ruleset, d DNSRedirect) *Ruleset {
 			})
 		}
 	}
+	out.Openings = slices.Clone(rs.Openings)
 	for _, proto := range []uint8{protoUDP, protoTCP} {
 		input.Rules = append(input.Rules, &Rule{
 			ID: "dns-guard-" + protocolName(proto), L4Proto: proto, DPort: d.Port, CtNotDNAT: true, Counter: true, Verdict: Drop,
+		})
+		// Only redirected queries reach the proxy, even should the agent's
+		// own guard be gone.
+		out.Openings = append(out.Openings, &Rule{
+			ID: "dns-proxy-" + protocolName(proto), L4Proto: proto, DPort: d.Port, CtDNAT: true, Counter: true, Verdict: Accept,
 		})
 	}
 	out.Chains = append(out.Chains, prerouting, input)

@@ -33,5 +33,7 @@ func WithMetricsGuard(rs *Ruleset, g MetricsGuard) *Ruleset {
 			L4Proto: protoTCP, DPort: g.Port, SaddrSet: SetName(SetInternal, v6), Counter: true, Verdict: Accept})
 	}
 	input.Rules = append(input.Rules, &Rule{ID: "metrics-drop", L4Proto: protoTCP, DPort: g.Port, Counter: true, Verdict: Drop})
+	out.Openings = append(slices.Clone(rs.Openings),
+		&Rule{ID: "metrics", IIfName: g.Interface, L4Proto: protoTCP, DPort: g.Port, Counter: true, Verdict: Accept})
 	return &out
 }

@@ -22,6 +22,11 @@ type Ruleset struct {
 	// FQDN says which FQDN sets each selector's addresses go to: the DNS
 	// proxy's business, not the kernel's; sorted by selector key.
 	FQDN []FQDNBinding
+	// Openings are the input rules the agent's listeners (the DNS proxy,
+	// the metrics) need in the firewall image's own table, whose input chain
+	// drops what it does not know: mirrored there in the kernel only, never
+	// in the agent's table, whose input chain keeps its own guards.
+	Openings []*Rule
 }
 
 // SetKind says what a set's elements are.
@@ -146,6 +151,9 @@ type Rule struct {
 	// CtNotDNAT matches connections whose destination was not translated:
 	// packets that reached the firewall's own port without a redirect.
 	CtNotDNAT bool
+	// CtDNAT matches connections whose destination was translated: packets
+	// that reached the firewall's own port through a redirect.
+	CtDNAT bool
 	// SaddrSet and DaddrSet match the source and destination address against
 	// an AddrSet.
 	SaddrSet, DaddrSet string

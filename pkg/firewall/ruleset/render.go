@@ -139,6 +139,9 @@ func RuleText(r *Rule) string {
 	if r.CtNotDNAT {
 		parts = append(parts, "ct status & dnat == 0")
 	}
+	if r.CtDNAT {
+		parts = append(parts, "ct status dnat")
+	}
 	if r.SaddrSet != "" {
 		parts = append(parts, fmt.Sprintf("%s saddr @%s", ip, r.SaddrSet))
 	}
