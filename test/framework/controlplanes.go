@@ -8,7 +8,12 @@ import (
 // the firewall API's) and a kube-controller-manager that really signs the
 // agents' CSRs once the extension approves them.
 func StartSeed(name string) (*testenv.ControlPlane, error) {
-	return testenv.Start(testenv.Options{Name: name, CRDDirectoryPaths: testenv.SeedCRDPaths(), ControllerManager: true})
+	return StartSeedAt(name, "")
+}
+
+// StartSeedAt starts a seed that listens on address (see StartSeed).
+func StartSeedAt(name, address string) (*testenv.ControlPlane, error) {
+	return testenv.Start(testenv.Options{Name: name, CRDDirectoryPaths: testenv.SeedCRDPaths(), ControllerManager: true, Address: address})
 }
 
 // StartShoot starts a shoot's control plane, empty: the CRDs the agent
@@ -16,5 +21,10 @@ func StartSeed(name string) (*testenv.ControlPlane, error) {
 // real shoot. Nothing signs certificates there: the agent only holds a
 // token for the shoot.
 func StartShoot(name string) (*testenv.ControlPlane, error) {
-	return testenv.Start(testenv.Options{Name: name})
+	return StartShootAt(name, "")
+}
+
+// StartShootAt starts a shoot that listens on address (see StartShoot).
+func StartShootAt(name, address string) (*testenv.ControlPlane, error) {
+	return testenv.Start(testenv.Options{Name: name, Address: address})
 }

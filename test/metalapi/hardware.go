@@ -24,6 +24,9 @@ type BootSpec struct {
 	// UserData is the allocation's user_data, base64-decoded.
 	UserData []byte
 	Networks []*models.V1MachineNetwork
+	// Firewall is the firewall as the metal-api answers for it when it
+	// boots: its whole allocation, as metal-stack's installer gets it.
+	Firewall *models.V1FirewallResponse
 }
 
 // boot runs the machine on the hardware in the background, as a real
@@ -34,7 +37,8 @@ func (s *Server) boot(id string) {
 	m := s.machines[id]
 	m.booted = true
 	a := m.alloc
-	spec := BootSpec{MachineID: id, Hostname: a.hostname, Project: a.project, Tags: append([]string{}, m.tags...), Networks: a.networks}
+	spec := BootSpec{MachineID: id, Hostname: a.hostname, Project: a.project, Tags: append([]string{}, m.tags...), Networks: a.networks,
+		Firewall: m.firewallResponse()}
 	data, decodeErr := userData(a)
 	spec.UserData = data
 	s.mu.Unlock()

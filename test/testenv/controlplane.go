@@ -30,6 +30,10 @@ type Options struct {
 	// SigningDuration is the longest validity kube-controller-manager gives a signed
 	// certificate (--cluster-signing-duration); a CSR may ask for less. Default 1h.
 	SigningDuration time.Duration
+	// Address is the address kube-apiserver listens on, and that its
+	// serving certificate names; the loopback when empty. The lab's
+	// firewalls reach their control planes at the lab's host address.
+	Address string
 }
 
 // ControlPlane is one running etcd + kube-apiserver (+ kube-controller-manager).
@@ -74,6 +78,9 @@ func Start(opts Options) (*ControlPlane, error) {
 		return nil, err
 	}
 	apiServer.Authn = ca
+	if opts.Address != "" {
+		apiServer.SecureServing.ListenAddr.Address = opts.Address
+	}
 	apiServer.Configure().
 		// As on a Gardener seed: the attack tests show what a bootstrap token
 		// could do there, and that no firewall credential can do the same.

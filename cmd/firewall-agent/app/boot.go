@@ -1,6 +1,7 @@
 package app
 
 import (
+	"fmt"
 	"log/slog"
 	"os"
 
@@ -8,6 +9,7 @@ import (
 
 	agentconfigv1alpha1 "github.com/metal-firewall/gardener-extension-firewall/pkg/apis/agentconfig/v1alpha1"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/firewall/agent"
+	"github.com/metal-firewall/gardener-extension-firewall/pkg/firewall/config"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/firewall/nftables"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/firewall/userdata"
 )
@@ -19,8 +21,8 @@ const lastGoodUsage = "file (0600) where the agent saves each ruleset the kernel
 // its network comes up (see the firewall-agent-boot unit).
 func newBootCommand() *cobra.Command {
 	var (
-		path           string
-		removeUserdata bool
+		path, configPath string
+		removeUserdata   bool
 	)
 	cmd := &cobra.Command{
 		Use:   "boot",
@@ -28,7 +30,10 @@ func newBootCommand() *cobra.Command {
 		Long: `boot installs, in one batch, the ruleset the agent last applied (saved at
 --last-good-ruleset) or, when there is none or it cannot be read, a table
 that drops everything forwarded. If the kernel holds the agent's table
-already it changes nothing. It reads no config and contacts nobody.`,
+already it changes nothing. It contacts nobody. With --config it then fails
+when the agent's config is missing or invalid: the agent could never run,
+and a machine that cannot filter must not bring its network up (the boot
+unit's drop-ins make systemd-networkd and FRR require this step).`,
 		Args:          cobra.NoArgs,
 		SilenceUsage:  true,
 		SilenceErrors: true,
@@ -36,6 +41,12 @@ already it changes nothing. It reads no config and contacts nobody.`,
 			log := slog.New(slog.NewTextHandler(os.Stderr, nil))
 			if _, err := agent.Boot(nftables.NewProgrammer(""), path, log); err != nil {
 				return err
+			}
+			if configPath != "" {
+				// After the table: even a machine refused here forwards nothing.
+				if _, err := config.Load(configPath); err != nil {
+					return fmt.Errorf("boot: the agent could not run: %w", err)
+				}
 			}
 			if removeUserdata {
 				// The table is in place: a failure here is logged, not fatal,
@@ -52,6 +63,7 @@ already it changes nothing. It reads no config and contacts nobody.`,
 		},
 	}
 	cmd.Flags().StringVar(&path, "last-good-ruleset", agentconfigv1alpha1.LastGoodRulesetPath, lastGoodUsage)
+	cmd.Flags().StringVar(&configPath, "config", "", "the agent's config file: boot fails, after installing the table, when it is missing or invalid")
 	cmd.Flags().BoolVar(&removeUserdata, "remove-userdata", false,
 		"after the table is in place, remove what metal-stack's installer keeps of the userdata (/config.ign, /etc/metal/userdata, the userdata field of /etc/metal/machine-allocation.yaml): it holds the boot credential")
 	return cmd

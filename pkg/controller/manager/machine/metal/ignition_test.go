@@ -87,7 +87,7 @@ var _ = Describe("Userdata", func() {
 			ContainSubstring("\nAfter=local-fs.target nftables.service firewall-agent-install.service\n"),
 			ContainSubstring("\nBefore=network-pre.target shutdown.target\n"),
 			ContainSubstring("\nPartOf=nftables.service\nReloadPropagatedFrom=nftables.service\n"),
-			ContainSubstring("\nExecStart=/usr/local/bin/firewall-agent boot --last-good-ruleset /var/lib/firewall-agent/last-good-ruleset.json --remove-userdata\n"),
+			ContainSubstring("\nExecStart=/usr/local/bin/firewall-agent boot --last-good-ruleset /var/lib/firewall-agent/last-good-ruleset.json --config /etc/firewall-agent/config.yaml --remove-userdata\n"),
 			ContainSubstring("\nExecReload=/usr/local/bin/firewall-agent boot --last-good-ruleset /var/lib/firewall-agent/last-good-ruleset.json\n"),
 		))
 		agent := unitNamed(cfg, agentconfigv1alpha1.AgentUnit)

@@ -40,13 +40,13 @@ Conflicts=shutdown.target
 [Service]
 Type=oneshot
 RemainAfterExit=yes
-ExecStart=%[2]s boot --last-good-ruleset %[3]s --remove-userdata
+ExecStart=%[2]s boot --last-good-ruleset %[3]s --config %[6]s --remove-userdata
 ExecReload=%[2]s boot --last-good-ruleset %[3]s
 
 [Install]
 WantedBy=sysinit.target
 `, agentconfigv1alpha1.StateDir, agentconfigv1alpha1.BinaryPath, agentconfigv1alpha1.LastGoodRulesetPath,
-	nftablesUnit, agentconfigv1alpha1.InstallUnit)
+	nftablesUnit, agentconfigv1alpha1.InstallUnit, agentconfigv1alpha1.ConfigPath)
 
 // requiresBoot is the drop-in for the units that bring up the network
 // (systemd-networkd: interfaces, VRFs, addresses; FRR: BGP to the fabric):
