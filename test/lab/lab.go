@@ -60,13 +60,13 @@ type Options struct {
 
 // Lab is a running lab machine.
 type Lab struct {
-	opts  Options
-	tap   string
-	qemu  *exec.Cmd
-	done  chan error
-	mu    sync.Mutex
-	sock  string
-	lock  *os.File
+	opts Options
+	tap  string
+	qemu *exec.Cmd
+	done chan error
+	mu   sync.Mutex
+	sock string
+	lock *os.File
 	// ports are the leaf's firewall ports in use (mu).
 	ports map[int]bool
 }
