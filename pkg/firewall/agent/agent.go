@@ -203,7 +203,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	a.Metrics.WatchDevices(a, a.Log)
 	defer func() { a.internalMetrics.close() }()
 	if cfg.DNS != nil {
-		if err := a.startDNSProxy(ctx, cfg.DNS); err != nil {
+		if err := a.startDNSProxy(ctx, cfg.DNS, proxyDevices(cfg)); err != nil {
 			return err
 		}
 	}

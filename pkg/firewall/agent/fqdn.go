@@ -82,7 +82,7 @@ func withDNS(rs *ruleset.Ruleset, dns *agentconfigv1alpha1.DNS) *ruleset.Ruleset
 // startDNSProxy starts the DNS proxy of cfg, from what the kernel's FQDN
 // sets hold (a restart keeps them), and returns once it listens: the
 // redirect may be in force from an earlier run already.
-func (a *Agent) startDNSProxy(ctx context.Context, dns *agentconfigv1alpha1.DNS) error {
+func (a *Agent) startDNSProxy(ctx context.Context, dns *agentconfigv1alpha1.DNS, devices []string) error {
 	applier, ok := a.Applier.(FQDNApplier)
 	if !ok {
 		return fmt.Errorf("dns: the DNS proxy needs an applier that keeps FQDN sets")
@@ -96,6 +96,7 @@ func (a *Agent) startDNSProxy(ctx context.Context, dns *agentconfigv1alpha1.DNS)
 	p := dnsproxy.New(dnsproxy.Options{
 		Upstreams: upstreams,
 		Listen:    fmt.Sprintf(":%d", dns.ListenPort()),
+		Devices:   devices,
 		TTLFloor:  dns.TTLFloor(),
 		Grace:     dns.GracePeriod(),
 		Bounds: dnsproxy.Bounds{
@@ -159,6 +160,20 @@ func (a *Agent) fqdnStatus(spec *fwv1alpha1.PolicySpec) []fwv1alpha1.FQDNSelecto
 				st.Message = fmt.Sprintf("not enforced: the firewall enforces at most %d distinct selectors (dns.maxSelectors)", a.dnsConfig.SelectorLimit())
 			}
 			out = append(out, st)
+		}
+	}
+	return out
+}
+
+// proxyDevices are the interfaces the DNS proxy listens on: where the
+// config's networks arrive (on metal-stack, each network's VRF device),
+// since the agent may run bound to one VRF; none without networks (the
+// proxy's sockets then bind to no interface).
+func proxyDevices(cfg *agentconfigv1alpha1.Config) []string {
+	var out []string
+	for _, n := range cfg.Networks {
+		if !slices.Contains(out, n.Interface) {
+			out = append(out, n.Interface)
 		}
 	}
 	return out

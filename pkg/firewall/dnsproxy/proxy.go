@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/netip"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/miekg/dns"
@@ -45,6 +46,12 @@ type Options struct {
 	Upstreams []netip.AddrPort
 	// Listen is the address to listen on, UDP and TCP, e.g. ":10053".
 	Listen string
+	// Devices, when set, are the interfaces to listen on, each with sockets
+	// bound to it (SO_BINDTODEVICE). On a metal-stack firewall the agent
+	// runs in the default route's VRF, where an unbound socket is bound to
+	// that VRF, and a query redirected in the tenant VRF reaches only a
+	// socket bound to the tenant VRF's device. Empty: sockets bound to none.
+	Devices []string
 	// TTLFloor and Grace make an answer's TTL the time its addresses stay
 	// allowed: max(TTL, TTLFloor) + Grace.
 	TTLFloor, Grace time.Duration
@@ -133,19 +140,41 @@ func (p *Proxy) Addrs() []net.Addr {
 
 // Run listens and serves until ctx is done. It fails when it cannot listen.
 func (p *Proxy) Run(ctx context.Context) error {
-	pc, l, err := listen(ctx, p.opts.Listen)
+	devices := p.opts.Devices
+	if len(devices) == 0 {
+		devices = []string{""}
+	}
+	var servers []*dns.Server
+	var addrs []net.Addr
+	var err error
+	for _, device := range devices {
+		var pc net.PacketConn
+		var l net.Listener
+		if pc, l, err = listen(ctx, p.opts.Listen, device); err != nil {
+			err = fmt.Errorf("listening on %s %s: %w", device, p.opts.Listen, err)
+			break
+		}
+		addrs = append(addrs, pc.LocalAddr(), l.Addr())
+		servers = append(servers,
+			&dns.Server{PacketConn: pc, Handler: p.handler("udp"), UDPSize: maxMessage},
+			&dns.Server{Listener: l, Handler: p.handler("tcp"), ReadTimeout: 5 * time.Second, WriteTimeout: 5 * time.Second})
+	}
 	p.mu.Lock()
 	if err == nil {
-		p.addrs = []net.Addr{pc.LocalAddr(), l.Addr()}
+		p.addrs = addrs
 	}
 	p.mu.Unlock()
 	close(p.ready)
 	if err != nil {
+		for _, s := range servers {
+			if s.PacketConn != nil {
+				_ = s.PacketConn.Close()
+			}
+			if s.Listener != nil {
+				_ = s.Listener.Close()
+			}
+		}
 		return fmt.Errorf("DNS proxy: %w", err)
-	}
-	servers := []*dns.Server{
-		{PacketConn: pc, Handler: p.handler("udp"), UDPSize: maxMessage},
-		{Listener: l, Handler: p.handler("tcp"), ReadTimeout: 5 * time.Second, WriteTimeout: 5 * time.Second},
 	}
 	errs := make(chan error, len(servers))
 	for _, s := range servers {
@@ -363,9 +392,18 @@ func (noObserver) ObserveFQDNAllowed(int, int)                 {}
 
 // listen listens on addr with UDP and TCP, on the same port also when addr
 // asks for any port (tried a few times: a port free for UDP may be taken
-// for TCP).
-func listen(ctx context.Context, addr string) (net.PacketConn, net.Listener, error) {
+// for TCP), bound to device unless it is empty.
+func listen(ctx context.Context, addr, device string) (net.PacketConn, net.Listener, error) {
 	var lc net.ListenConfig
+	if device != "" {
+		lc.Control = func(_, _ string, c syscall.RawConn) error {
+			var bindErr error
+			if err := c.Control(func(fd uintptr) { bindErr = syscall.BindToDevice(int(fd), device) }); err != nil {
+				return err
+			}
+			return bindErr
+		}
+	}
 	for attempt := 0; ; attempt++ {
 		pc, err := lc.ListenPacket(ctx, "udp", addr)
 		if err != nil {
