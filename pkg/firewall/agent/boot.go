@@ -28,6 +28,7 @@ const (
 type BootApplier interface {
 	Applier
 	tableChecker
+	chainChecker
 }
 
 // Boot makes sure the kernel holds the agent's table before any network is
@@ -39,6 +40,15 @@ func Boot(k BootApplier, path string, log *slog.Logger) (BootOutcome, error) {
 	exists, err := k.TableExists(ruleset.TableName)
 	if err != nil {
 		return "", fmt.Errorf("boot: %w", err)
+	}
+	if exists {
+		// The closed table, as nftables.service loads it from disk, is no
+		// ruleset to keep: the last good one replaces it, in one batch.
+		closed, err := k.ChainExists(ruleset.TableName, ruleset.ClosedChain)
+		if err != nil {
+			return "", fmt.Errorf("boot: %w", err)
+		}
+		exists = !closed
 	}
 	if exists {
 		log.Info("boot: the kernel holds the agent's table already; keeping it")

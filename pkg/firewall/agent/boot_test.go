@@ -19,7 +19,7 @@ import (
 var _ = Describe("the last good ruleset and the boot step", func() {
 	var (
 		dir, cfgPath, lastGood string
-		kernel                 *tableCheckingApplier
+		kernel                 *closedTableApplier
 		logs                   *gbytes.Buffer
 		log                    *slog.Logger
 	)
@@ -28,7 +28,7 @@ var _ = Describe("the last good ruleset and the boot step", func() {
 		cfgPath = filepath.Join(dir, "config.yaml")
 		Expect(os.WriteFile(cfgPath, []byte(cfg), 0o600)).To(Succeed())
 		lastGood = filepath.Join(dir, "state", "last-good-ruleset.json")
-		kernel = &tableCheckingApplier{fakeApplier: &fakeApplier{}}
+		kernel = &closedTableApplier{tableCheckingApplier: &tableCheckingApplier{fakeApplier: &fakeApplier{}}}
 		logs = gbytes.NewBuffer()
 		log = slog.New(slog.NewTextHandler(logs, nil))
 	})
@@ -47,7 +47,7 @@ var _ = Describe("the last good ruleset and the boot step", func() {
 		Expect(ruleset.Render(saved)).To(Equal(applied))
 
 		By("a reboot: the kernel holds no table")
-		rebooted := &tableCheckingApplier{fakeApplier: &fakeApplier{}}
+		rebooted := &closedTableApplier{tableCheckingApplier: &tableCheckingApplier{fakeApplier: &fakeApplier{}}}
 		Expect(agent.Boot(rebooted, lastGood, log)).To(Equal(agent.BootLastGood))
 		Expect(rebooted.applied).To(Equal([]string{applied}))
 	})
@@ -85,6 +85,15 @@ var _ = Describe("the last good ruleset and the boot step", func() {
 		kernel.exists = true
 		Expect(agent.Boot(kernel, lastGood, log)).To(Equal(agent.BootKept))
 		Expect(kernel.applied).To(BeEmpty())
+	})
+
+	It("replaces the closed table, as nftables.service loads it with the image's rules, by the last good ruleset", func() {
+		rs, err := ruleset.Build(nil, nil, nil)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(lastgood.Save(lastGood, rs)).To(Succeed())
+		kernel.exists, kernel.closed = true, true
+		Expect(agent.Boot(kernel, lastGood, log)).To(Equal(agent.BootLastGood))
+		Expect(kernel.applied).To(Equal([]string{ruleset.Render(rs)}))
 	})
 
 	It("does the boot step itself when it starts on a kernel without its table", func() {

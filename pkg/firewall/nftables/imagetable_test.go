@@ -2,6 +2,7 @@ package nftables_test
 
 import (
 	"errors"
+	"io"
 	"net"
 	"os"
 	"path/filepath"
@@ -29,7 +30,7 @@ var _ = Describe("the agent's table beside the image's own", Ordered, func() {
 		p                  *nftables.Programmer
 		rs                 *ruleset.Ruleset
 	)
-	const allowed, other = "203.0.113.10:7000", "203.0.113.10:7001"
+	const allowed, other, echoAddr = "203.0.113.10:7000", "203.0.113.10:7001", "203.0.113.10:7002"
 
 	imageRules := func() string {
 		GinkgoHelper()
@@ -93,13 +94,25 @@ var _ = Describe("the agent's table beside the image's own", Ordered, func() {
 				}
 			}()
 		}
+		var el net.Listener
+		Expect(server.Do(func() (err error) { el, err = net.Listen("tcp", echoAddr); return err })).To(Succeed())
+		DeferCleanup(el.Close)
+		go func() {
+			for {
+				c, err := el.Accept()
+				if err != nil {
+					return
+				}
+				go func() { _, _ = io.Copy(c, c); _ = c.Close() }()
+			}
+		}()
 		p = nftables.NewProgrammer(fw.Path())
 		var err error
 		rs, err = ruleset.Build(&fwv1alpha1.FirewallTrafficSpec{
 			InternalPrefixes: []string{"10.0.16.0/22"},
 			EgressRules:      []fwv1alpha1.EgressRuleSNAT{{Interface: "vlan104009", IPs: []string{"203.0.113.200"}}},
 		}, []*fwv1alpha1.PolicySpec{{Egress: []fwv1alpha1.EgressRule{{
-			To: []fwv1alpha1.IPBlock{{CIDR: "203.0.113.10/32"}}, Ports: []fwv1alpha1.PolicyPort{{Port: ptr.To[int32](7000)}},
+			To: []fwv1alpha1.IPBlock{{CIDR: "203.0.113.10/32"}}, Ports: []fwv1alpha1.PolicyPort{{Port: ptr.To[int32](7000)}, {Port: ptr.To[int32](7002)}},
 		}}}}, nil)
 		Expect(err).NotTo(HaveOccurred())
 		rs = ruleset.WithDNSRedirect(rs, ruleset.DNSRedirect{Port: 10053})
@@ -144,6 +157,50 @@ var _ = Describe("the agent's table beside the image's own", Ordered, func() {
 		input := list(fw, "chain", "inet", "metal", "input")
 		Expect(input).NotTo(ContainSubstring("dns-proxy"))
 		Expect(input).To(ContainSubstring(`firewall-agent: metrics`))
+	})
+
+	It("keeps established connections through a reload that loads the closed table with the image's rules", func() {
+		// As the image's /etc/nftables.conf includes /etc/nftables/*, where
+		// the userdata puts the closed table.
+		rulesAndClosed := imageRules()
+		closed, err := os.ReadFile(rulesAndClosed)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(os.WriteFile(rulesAndClosed, append(closed, ruleset.Render(ruleset.Closed())...), 0o600)).To(Succeed())
+		load(rulesAndClosed)
+		_, err = p.Apply(rs)
+		Expect(err).NotTo(HaveOccurred())
+		_, err = p.OpenImageTable(rs.Openings)
+		Expect(err).NotTo(HaveOccurred())
+		var kept net.Conn
+		Expect(client.Do(func() (err error) {
+			kept, err = (&net.Dialer{Timeout: 700 * time.Millisecond}).Dial("tcp", echoAddr)
+			return err
+		})).To(Succeed())
+		defer func() { _ = kept.Close() }()
+		echo := func(msg string) error {
+			Expect(kept.SetDeadline(time.Now().Add(2 * time.Second))).To(Succeed())
+			if _, err := kept.Write([]byte(msg)); err != nil {
+				return err
+			}
+			buf := make([]byte, len(msg))
+			_, err := io.ReadFull(kept, buf)
+			return err
+		}
+		Expect(echo("before")).To(Succeed())
+
+		By("the reload: the agent's table is replaced by the closed one")
+		load(rulesAndClosed)
+		Expect(list(fw, "table", "inet", ruleset.TableName)).To(ContainSubstring("chain " + ruleset.ClosedChain))
+		Expect(echo("during")).To(Succeed(), "an established connection passes the closed table")
+		_, err = connect(allowed)
+		Expect(err).To(HaveOccurred(), "a new one does not")
+
+		By("the boot step puts the agent's ruleset back")
+		_, err = p.Apply(rs)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(p.OpenImageTable(rs.Openings)).To(BeTrue())
+		Expect(echo("after")).To(Succeed())
+		Expect(connect(allowed)).To(Equal("203.0.113.200"))
 	})
 
 	It("does nothing where the image's table is not", func() {

@@ -11,6 +11,7 @@ import (
 
 	agentconfigv1alpha1 "github.com/metal-firewall/gardener-extension-firewall/pkg/apis/agentconfig/v1alpha1"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/controller/manager/machine"
+	"github.com/metal-firewall/gardener-extension-firewall/pkg/firewall/ruleset"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/firewall/selfupdate"
 )
 
@@ -58,6 +59,8 @@ func Userdata(files []machine.File, setup Setup) ([]byte, error) {
 	for _, f := range files {
 		cfg.Storage.Files = append(cfg.Storage.Files, dataFile(f.Path, f.Content, int(f.Mode.Perm())))
 	}
+	// No secret: readable as the image's own rules are.
+	cfg.Storage.Files = append(cfg.Storage.Files, dataFile(ClosedTablePath, []byte(ruleset.Render(ruleset.Closed())), 0o644))
 	cfg.Systemd.Units = []ignition.Unit{
 		{Name: agentconfigv1alpha1.BootUnit, Enabled: ptr.To(true), Contents: bootUnit},
 		{Name: agentconfigv1alpha1.AgentUnit, Enabled: ptr.To(true), Contents: agentUnit(setup.DefaultRouteVRF)},

@@ -13,6 +13,7 @@ import (
 	agentconfigv1alpha1 "github.com/metal-firewall/gardener-extension-firewall/pkg/apis/agentconfig/v1alpha1"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/controller/manager/machine"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/controller/manager/machine/metal"
+	"github.com/metal-firewall/gardener-extension-firewall/pkg/firewall/ruleset"
 )
 
 // parse reads the userdata as metal-stack's installer does, with
@@ -97,6 +98,11 @@ var _ = Describe("Userdata", func() {
 			ContainSubstring("\nRestart=always\n"),
 			ContainSubstring("\nRequires=firewall-agent-boot.service\n"),
 		))
+
+		By("the closed table goes where nftables.service loads it with the image's rules")
+		closed := fileNamed(cfg, metal.ClosedTablePath)
+		Expect(*closed.Mode).To(Equal(0o644))
+		Expect(closed.Contents.Source).To(Equal("data:;base64," + base64.StdEncoding.EncodeToString([]byte(ruleset.Render(ruleset.Closed())))))
 
 		By("the network and BGP require the boot step; firewall-controller and the droptailer never start beside the agent")
 		for _, name := range []string{"systemd-networkd.service", "frr.service"} {

@@ -98,7 +98,8 @@ var _ = Describe("Provider", func() {
 		Expect(err).NotTo(HaveOccurred())
 		files, err := metalapi.IgnitionFiles(ignition)
 		Expect(err).NotTo(HaveOccurred())
-		Expect(files).To(HaveLen(1))
+		Expect(files).To(HaveLen(2), "the config and the closed table")
+		Expect(files[1].Path).To(Equal(metal.ClosedTablePath))
 		cfg := &agentconfigv1alpha1.Config{}
 		Expect(yaml.Unmarshal(files[0].Content, cfg)).To(Succeed())
 		Expect(cfg.Networks).To(ConsistOf(

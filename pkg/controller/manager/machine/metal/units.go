@@ -19,6 +19,13 @@ const (
 	nftablesUnit           = "nftables.service"
 	// dropInName names every drop-in the userdata writes.
 	dropInName = "10-firewall-agent.conf"
+	// ClosedTablePath is where the userdata puts the agent's closed table:
+	// the image's /etc/nftables.conf flushes every table and includes every
+	// file in /etc/nftables/ (metal-images firewall/context/etc/nftables.conf;
+	// firewall-controller writes its table there too), so nftables.service
+	// loads it in the same transaction as the image's own rules, at boot and
+	// on every reload: there is no moment without the agent's table.
+	ClosedTablePath = "/etc/nftables/firewall-agent"
 )
 
 // bootUnit runs the boot step after the image's nftables.service has loaded
