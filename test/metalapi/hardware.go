@@ -41,6 +41,7 @@ func (s *Server) boot(id string) {
 		Firewall: m.firewallResponse()}
 	data, decodeErr := userData(a)
 	spec.UserData = data
+	m.booting = s.opts.Hardware != nil || decodeErr != nil
 	s.mu.Unlock()
 	hw := s.opts.Hardware
 	if hw == nil && decodeErr == nil {
@@ -60,6 +61,9 @@ func (s *Server) boot(id string) {
 			// Freed while it booted.
 			_ = hw.Halt(id)
 		}
+		s.mu.Lock()
+		s.machines[id].booting = false
+		s.mu.Unlock()
 	}()
 }
 

@@ -23,6 +23,11 @@ type machineRecord struct {
 	alloc  *allocation
 	// booted is set while the hardware runs the machine.
 	booted bool
+	// booting is set while the hardware installs and boots it: a machine
+	// freed then is not allocated again before that boot ended (a real one
+	// goes through metal-hammer before it waits again), so the hardware never
+	// boots one machine ID twice at a time.
+	booting bool
 }
 
 type event struct {
