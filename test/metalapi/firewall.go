@@ -211,7 +211,7 @@ func (s *Server) gatherNetworks(requested []*models.V1MachineAllocationNetwork, 
 
 func (s *Server) waitingMachine(size string) *machineRecord {
 	for _, id := range s.sortedIDs() {
-		if m := s.machines[id]; m.size == size && m.alloc == nil && !m.booted && !m.booting {
+		if m := s.machines[id]; m.size == size && m.alloc == nil && !m.booted && m.busy == 0 {
 			return m
 		}
 	}

@@ -41,16 +41,18 @@ func (s *Server) boot(id string) {
 		Firewall: m.firewallResponse()}
 	data, decodeErr := userData(a)
 	spec.UserData = data
-	m.booting = s.opts.Hardware != nil || decodeErr != nil
+	if s.opts.Hardware != nil || decodeErr != nil {
+		m.busy++
+	}
 	s.mu.Unlock()
 	hw := s.opts.Hardware
 	if hw == nil && decodeErr == nil {
 		s.phoned(id, a.uuid, nil)
 		return
 	}
-	s.booting.Add(1)
+	s.inFlight.Add(1)
 	go func() {
-		defer s.booting.Done()
+		defer s.inFlight.Done()
 		err := decodeErr
 		if err != nil {
 			err = fmt.Errorf("user_data is not base64: %w", err)
@@ -62,9 +64,21 @@ func (s *Server) boot(id string) {
 			_ = hw.Halt(id)
 		}
 		s.mu.Lock()
-		s.machines[id].booting = false
+		s.machines[id].busy--
 		s.mu.Unlock()
 	}()
+}
+
+// halt stops a freed machine in the background, as a real one reboots
+// into metal-hammer after the metal-api answered.
+func (s *Server) halt(id string) {
+	defer s.inFlight.Done()
+	if err := s.opts.Hardware.Halt(id); err != nil {
+		s.log.Error("halting a freed machine", "machine", id, "error", err)
+	}
+	s.mu.Lock()
+	s.machines[id].busy--
+	s.mu.Unlock()
 }
 
 // phoned records how the machine's boot went, if it still has the

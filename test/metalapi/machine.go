@@ -20,26 +20,23 @@ func (s *Server) machineService() *restful.WebService {
 	return ws
 }
 
-// freeMachine halts the machine and takes back its allocation, tags and
-// addresses; an unknown machine is 404, a free one is freed again (200).
+// freeMachine takes back the machine's allocation, tags and addresses and
+// halts it in the background, as the metal-api answers before the machine
+// rebooted; an unknown machine is 404, a free one is freed again (200).
 func (s *Server) freeMachine(req *restful.Request, resp *restful.Response) {
 	id := req.PathParameter("id")
 	s.mu.Lock()
+	defer s.mu.Unlock()
 	m, ok := s.machines[id]
-	booted := ok && m.booted
-	s.mu.Unlock()
 	if !ok {
 		sendError(resp, httperrors.NotFound(fmt.Errorf("no machine with id %q found", id)))
 		return
 	}
-	if booted && s.opts.Hardware != nil {
-		if err := s.opts.Hardware.Halt(id); err != nil {
-			sendError(resp, httperrors.InternalServerError(fmt.Errorf("halting machine %s: %w", id, err)))
-			return
-		}
+	if m.booted && s.opts.Hardware != nil {
+		m.busy++
+		s.inFlight.Add(1)
+		go s.halt(id)
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	for _, n := range s.networks {
 		n.release(id)
 	}

@@ -23,11 +23,11 @@ type machineRecord struct {
 	alloc  *allocation
 	// booted is set while the hardware runs the machine.
 	booted bool
-	// booting is set while the hardware installs and boots it: a machine
-	// freed then is not allocated again before that boot ended (a real one
-	// goes through metal-hammer before it waits again), so the hardware never
-	// boots one machine ID twice at a time.
-	booting bool
+	// busy counts the hardware's boots and halts of the machine in flight:
+	// a freed machine is not allocated again before they ended (a real one
+	// reboots into metal-hammer before it waits again), so the hardware never
+	// boots one machine twice at a time.
+	busy int
 }
 
 type event struct {

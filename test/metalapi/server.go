@@ -89,7 +89,7 @@ type Server struct {
 	violations []string
 	nextIP     map[string]int
 	nextASN    int64
-	booting    sync.WaitGroup
+	inFlight   sync.WaitGroup
 	bootCtx    context.Context
 	stopBoots  context.CancelFunc
 }
@@ -142,7 +142,7 @@ func New(opts Options) (*Server, error) {
 func (s *Server) Close() {
 	s.http.Close()
 	s.stopBoots()
-	s.booting.Wait()
+	s.inFlight.Wait()
 	if hw := s.opts.Hardware; hw != nil {
 		s.mu.Lock()
 		var ids []string
