@@ -79,6 +79,11 @@ customize() {
   : >"$root/etc/nftables/rules.v6"
   # metal-images debian/context/etc/frr/daemons: zebra and bgpd.
   sed -i 's/^bgpd=no/bgpd=yes/' "$root/etc/frr/daemons"
+  # Not the image's: under software emulation FRR's daemons take longer to
+  # start than watchfrr waits, so it restarts them all, and its 20 s for that
+  # restart end before the configuration is loaded (a peer without address
+  # families is the result). The lab's machines are slow, not different.
+  echo 'watchfrr_options="-T 180"' >>"$root/etc/frr/daemons"
   # metal-images debian/context/etc/sysctl.d/99-frr_defaults.conf (the
   # settings routing and VRFs depend on) and firewall/context/etc/sysctl.d/10-netfilter.conf.
   cat >"$root/etc/sysctl.d/99-frr_defaults.conf" <<'EOF'

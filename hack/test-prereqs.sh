@@ -14,6 +14,9 @@ set -euo pipefail
 # iperf3: the rate-limit and throughput tests; dnsmasq: the real resolver the
 # DNS proxy (toFQDNs) is tested against.
 NEEDED=(nft:nftables ip:iproute2 iperf3:iperf3 dnsmasq:dnsmasq-base)
+# The lab (hack/build-lab.sh, test/lab): mmdebstrap builds its Debian image,
+# mke2fs its disk, qemu runs it; flatcar/ignition builds against libblkid.
+NEEDED+=(mmdebstrap:mmdebstrap mke2fs:e2fsprogs qemu-system-x86_64:qemu-system-x86 /usr/include/blkid/blkid.h:libblkid-dev)
 # Wanted by the bench, not needed by anything.
 OPTIONAL=()
 if [ "${1:-}" = bench ]; then
@@ -29,8 +32,16 @@ fi
 
 missing_pkgs=()
 missing_cmds=()
+# have tells whether a command (or, for a path, a file) is there.
+have() {
+  case "$1" in
+    /*) [ -e "$1" ] ;;
+    *) command -v "$1" >/dev/null 2>&1 || [ -x "/usr/sbin/$1" ] ;;
+  esac
+}
+
 for pair in "${NEEDED[@]}"; do
-  if ! command -v "${pair%%:*}" >/dev/null 2>&1 && ! [ -x "/usr/sbin/${pair%%:*}" ]; then
+  if ! have "${pair%%:*}"; then
     missing_cmds+=("${pair%%:*}")
     missing_pkgs+=("${pair#*:}")
   fi
@@ -64,7 +75,7 @@ if (( ${#missing_pkgs[@]} )); then
 fi
 for pair in "${NEEDED[@]}"; do
   c="${pair%%:*}"
-  if ! command -v "$c" >/dev/null 2>&1 && ! [ -x "/usr/sbin/$c" ]; then
+  if ! have "$c"; then
     log "$c is still missing after installing ${pair#*:}"
     exit 1
   fi

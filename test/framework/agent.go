@@ -15,8 +15,18 @@ import (
 // machines run it (the local provider runs it chrooted into the machine's
 // root, where no libc is).
 func BuildAgent(dir string) (string, error) {
+	return BuildAgentVersion(dir, "")
+}
+
+// BuildAgentVersion builds the agent as BuildAgent does, saying it is
+// version (--version, what it reports and compares for its self-update).
+func BuildAgentVersion(dir, version string) (string, error) {
 	path := filepath.Join(dir, "firewall-agent")
-	build := exec.Command("go", "build", "-o", path, "./cmd/firewall-agent")
+	args := []string{"build", "-o", path}
+	if version != "" {
+		args = append(args, "-ldflags", "-X github.com/metal-firewall/gardener-extension-firewall/cmd/firewall-agent/app.Version="+version)
+	}
+	build := exec.Command("go", append(args, "./cmd/firewall-agent")...)
 	build.Dir = testenv.RepoRoot()
 	build.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if out, err := build.CombinedOutput(); err != nil {

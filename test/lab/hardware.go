@@ -3,8 +3,11 @@ package lab
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
+
+	"github.com/metal-stack/metal-go/api/models"
 
 	"github.com/metal-firewall/gardener-extension-firewall/test/metalapi"
 	"github.com/metal-firewall/gardener-extension-firewall/test/metalimage"
@@ -17,8 +20,13 @@ import (
 // its OS runs, whether or not the firewall works.
 type Hardware struct {
 	Lab *Lab
-	// Image is what the firewall image brings besides metal-stack's own.
-	Image Image
+	// Images are what each firewall image (by the allocation's image ID)
+	// brings besides metal-stack's own; an image not listed brings nothing.
+	Images map[string]Image
+	// FirewallRules are added to every allocation's firewall_rules as the
+	// installer renders them: rules an operator's allocation may carry, that
+	// the image's own table accepts (MEP-16).
+	FirewallRules *models.V1FirewallRules
 	// BootTimeout bounds one machine's boot; 5 minutes when zero.
 	BootTimeout time.Duration
 
@@ -41,6 +49,18 @@ func (h *Hardware) Boot(ctx context.Context, b metalapi.BootSpec) error {
 	if err != nil {
 		return err
 	}
+	if r := h.FirewallRules; r != nil {
+		rules := &models.V1FirewallRules{}
+		if alloc.FirewallRules != nil {
+			rules.Egress, rules.Ingress = slices.Clone(alloc.FirewallRules.Egress), slices.Clone(alloc.FirewallRules.Ingress)
+		}
+		rules.Egress, rules.Ingress = append(rules.Egress, r.Egress...), append(rules.Ingress, r.Ingress...)
+		alloc.FirewallRules = rules
+	}
+	var image Image
+	if a := b.Firewall.Allocation; a != nil && a.Image != nil && a.Image.ID != nil {
+		image = h.Images[*a.Image.ID]
+	}
 	in, err := metalimage.Install(alloc)
 	if err != nil {
 		return err
@@ -54,7 +74,7 @@ func (h *Hardware) Boot(ctx context.Context, b metalapi.BootSpec) error {
 	// replaced: each boot gets a machine of its own in the lab.
 	name := fmt.Sprintf("%s-%d", alloc.Hostname, h.booted[alloc.Hostname])
 	h.mu.Unlock()
-	m, err := h.Lab.Install(ctx, name, h.Image, in)
+	m, err := h.Lab.Install(ctx, name, image, in)
 	if err != nil {
 		return err
 	}

@@ -18,6 +18,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"net/netip"
 	"os"
 	"os/exec"
@@ -37,8 +38,19 @@ var (
 	uplinkAddress = netip.MustParseAddr("198.51.100.2")
 	// NodeAddress is the shoot's node behind the leaf's tenant VRF.
 	NodeAddress = netip.MustParseAddr("10.10.200.10")
+	// LoadBalancerAddress is an address of the internet network on the
+	// node, announced into the tenant VRF as a shoot's load balancer
+	// (metallb) announces a LoadBalancer Service's IP: what the internet
+	// reaches the shoot at, through the firewall.
+	LoadBalancerAddress = netip.MustParseAddr("100.64.200.10")
 	// nodeGateway is the leaf's address in the node's subnet.
 	nodeGateway = netip.MustParseAddr("10.10.200.1")
+)
+
+// lockPath is the host's lab lock; uplinkTap the uplink's tap device.
+const (
+	lockPath  = "/run/gardener-extension-firewall-lab.lock"
+	uplinkTap = "fwlab0"
 )
 
 // Options say what the lab machine runs.
@@ -92,7 +104,7 @@ func Start(ctx context.Context, opts Options) (_ *Lab, err error) {
 	if opts.Log == nil {
 		opts.Log = func(string, ...any) {}
 	}
-	l := &Lab{opts: opts, tap: "fwlab0", done: make(chan error, 1)}
+	l := &Lab{opts: opts, tap: uplinkTap, done: make(chan error, 1)}
 	if l.lock, err = lockHost(ctx); err != nil {
 		return nil, err
 	}
@@ -117,7 +129,7 @@ func Start(ctx context.Context, opts Options) (_ *Lab, err error) {
 
 // lockHost takes the host's lab lock, waiting for another lab to end.
 func lockHost(ctx context.Context) (*os.File, error) {
-	f, err := os.OpenFile("/run/gardener-extension-firewall-lab.lock", os.O_CREATE|os.O_RDWR, 0o600)
+	f, err := os.OpenFile(lockPath, os.O_CREATE|os.O_RDWR, 0o600)
 	if err != nil {
 		return nil, err
 	}
@@ -246,6 +258,10 @@ func (l *Lab) Run(ctx context.Context, script string) (string, error) {
 	return res.Stdout, nil
 }
 
+// GuestAgentSocket is where the lab machine's guest agent listens, for a
+// person to look into a held lab.
+func (l *Lab) GuestAgentSocket() string { return l.sock }
+
 // Close stops the lab machine and removes the uplink: the lab leaves nothing
 // on this host. Stopping is a kill: the machine's disk is a snapshot.
 func (l *Lab) Close() {
@@ -263,6 +279,27 @@ func (l *Lab) Close() {
 	if l.lock != nil {
 		_ = l.lock.Close()
 	}
+}
+
+// RemoveLeftovers removes what a lab that was killed left on this host
+// (its uplink tap with its routes), unless a lab runs now; it says what it
+// removed.
+func RemoveLeftovers() (string, error) {
+	f, err := os.OpenFile(lockPath, os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		return "", err
+	}
+	defer func() { _ = f.Close() }()
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		return "", nil // a lab runs
+	}
+	if _, err := net.InterfaceByName(uplinkTap); err != nil {
+		return "", nil
+	}
+	if err := run("ip", "link", "del", uplinkTap); err != nil {
+		return "", err
+	}
+	return "tap " + uplinkTap + " and its routes", nil
 }
 
 func run(name string, args ...string) error {

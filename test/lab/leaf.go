@@ -11,7 +11,9 @@ import (
 
 // The leaf's place in the fabric.
 const (
-	leafASN      = 4200000001
+	// leafASN is out of the range the in-process metal-api gives machines
+	// (4200000001 and up), as a real fabric's ASNs are out of its machines'.
+	leafASN      = 4210000001
 	leafLoopback = "10.0.0.1"
 	// MaxFirewalls is how many firewall ports (swp1..) the leaf has.
 	MaxFirewalls = 6
@@ -46,6 +48,7 @@ func (l *Lab) leafFRR() string {
 	w("!")
 	w("vrf vrf%d", tenant)
 	w(" vni %d", tenant)
+	w(" ip route %s/32 %s", LoadBalancerAddress, NodeAddress)
 	w(" exit-vrf")
 	w("!")
 	w("vrf vrf%d", internet)
@@ -97,9 +100,7 @@ func (l *Lab) leafFRR() string {
 		w(" !")
 		w(" address-family ipv4 unicast")
 		w("  redistribute connected")
-		if vrf == internet {
-			w("  redistribute static")
-		}
+		w("  redistribute static")
 		w("  maximum-paths 8")
 		w(" exit-address-family")
 		w(" !")
@@ -157,6 +158,7 @@ func (l *Lab) leaf(ctx context.Context) error {
 	w("ip -n node link set lo up")
 	w("ip -n node link set eth0 up")
 	w("ip -n node route add default via %s", nodeGateway)
+	w("ip -n node addr add %s/32 dev lo", LoadBalancerAddress)
 	w("cp /lab/share/leaf-frr.conf /etc/frr/frr.conf")
 	w("systemctl restart frr")
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)

@@ -47,8 +47,11 @@ type File struct {
 // the image (with the recipe's files), the installer's files, then the
 // userdata through flatcar/ignition's `ignition -oem file -stage files` (in
 // the root, reading /config.ign, with the leaf's internet VRF for what it
-// downloads) and `systemctl preset-all`, then the installer's units, which
-// it enables. It does not boot it. Ignition's failure is the installer's:
+// downloads; its config cache, /run/ignition.json by default, is the
+// machine's own, as on a freshly booted installer: a cache left by another
+// machine's install would be read instead of /config.ign) and `systemctl
+// preset-all`, then the installer's units, which it enables. It does not
+// boot it. Ignition's failure is the installer's:
 // logged, and the machine is installed anyway.
 func (l *Lab) Install(ctx context.Context, name string, img Image, in *metalimage.Installation) (*Machine, error) {
 	port, err := l.takePort()
@@ -92,7 +95,7 @@ if [ -d $S/image ]; then cp -a $S/image/. $B/root/; fi
 cp -a $S/before/. $B/root/
 mv $B/root%[3]s $B/root%[4]s
 cd $B/root
-if ! ip vrf exec vrf%[5]d $S/ignition -root $B/root -oem file -stage files -log-to-stdout >$B/ignition.log 2>&1; then
+if ! ip vrf exec vrf%[5]d $S/ignition -root $B/root -oem file -stage files -config-cache $B/ignition.json -log-to-stdout >$B/ignition.log 2>&1; then
   echo "ignition failed, continuing anyway, as the installer does" >>$B/ignition.log
 fi
 systemctl --root=$B/root preset-all >/dev/null 2>&1
@@ -158,10 +161,33 @@ func (m *Machine) WaitBooted(ctx context.Context) (string, error) {
 	}
 }
 
-// Reboot reboots the machine from inside, as `systemctl reboot` does.
+// Reboot reboots the machine from inside, as `systemctl reboot` does, and
+// returns once its new systemd runs (not once it booted: WaitBooted).
 func (m *Machine) Reboot(ctx context.Context) error {
-	_, err := m.lab.Run(ctx, m.pid1()+"\nnsenter -t \"$P\" -a -- systemctl reboot --no-block")
-	return err
+	before, err := m.initPID(ctx)
+	if err != nil {
+		return err
+	}
+	if _, err := m.lab.Run(ctx, m.pid1()+"\nnsenter -t \"$P\" -a -- systemctl reboot --no-block"); err != nil {
+		return err
+	}
+	for {
+		if pid, err := m.initPID(ctx); err == nil && pid != before {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("machine %s did not come back from its reboot: %w", m.Name, ctx.Err())
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+// initPID is the lab machine's PID of the machine's systemd: a reboot
+// changes it.
+func (m *Machine) initPID(ctx context.Context) (string, error) {
+	out, err := m.lab.Run(ctx, m.pid1()+"\necho \"$P\"")
+	return strings.TrimSpace(out), err
 }
 
 // Delete stops the machine and removes it with its network namespace (and

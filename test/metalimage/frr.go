@@ -143,15 +143,27 @@ func FirewallFRR(a *Allocation) (string, error) {
 				order += 10
 			}
 		case !n.Private:
+			// The private network's prefixes stay on the firewall
+			// (no-export); the network's own prefixes announced from the
+			// private VRF (load balancer addresses) go out.
 			list := fmt.Sprintf("vrf%d-import-from-vrf%d-no-export", n.VRF, primary.VRF)
 			for _, p := range primary.Prefixes {
 				w("ip prefix-list %s seq %d permit %s le 32", list, seq, p)
+				seq++
+			}
+			own := fmt.Sprintf("vrf%d-import-from-vrf%d", n.VRF, primary.VRF)
+			for _, p := range n.Prefixes {
+				w("ip prefix-list %s seq %d permit %s le 32", own, seq, p)
 				seq++
 			}
 			w("route-map vrf%d-import-map permit %d", n.VRF, order)
 			w(" match source-vrf vrf%d", primary.VRF)
 			w(" match ip address prefix-list %s", list)
 			w(" set community additive no-export")
+			order += 10
+			w("route-map vrf%d-import-map permit %d", n.VRF, order)
+			w(" match source-vrf vrf%d", primary.VRF)
+			w(" match ip address prefix-list %s", own)
 			order += 10
 		}
 		w("route-map vrf%d-import-map deny %d", n.VRF, order)
