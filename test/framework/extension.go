@@ -40,10 +40,17 @@ type ExtensionOptions struct {
 	// InDoubtSettle, when set, is how long the manager only looks for a
 	// machine after a Create whose outcome is unknown.
 	InDoubtSettle time.Duration
+	// AgentUpdatePublicKey, when set, is the operator's release key
+	// (--agent-update-public-key): agents update themselves, and a new
+	// machine may get the agent through its userdata (agentSHA512).
+	AgentUpdatePublicKey []byte
 	// ACL, when set, also runs the acl controller with this operator config
 	// (without its webhook: the controller then deploys each shoot's own
 	// EnvoyFilter, which is enough where no Gardener EnvoyFilters exist).
 	ACL *aclcontroller.Config
+	// MaxReplacements is how many Firewalls a set creates in place of
+	// failed ones (--max-replacements); 0 replaces none.
+	MaxReplacements int32
 }
 
 // HeartbeatTimeout is how old an agent's last report may be for its
@@ -93,7 +100,7 @@ func addControllers(ctx context.Context, mgr manager.Manager, seed, shoot *teste
 	// As the binary: each firewall Extension holds a worker while it waits for its firewall.
 	if err := firewallcontroller.AddToManagerWithOptions(ctx, mgr, firewallcontroller.AddOptions{
 		Controller: controller.Options{MaxConcurrentReconciles: 10},
-		Config:     firewallcontroller.Config{BootNamespace: BootNamespace},
+		Config:     firewallcontroller.Config{BootNamespace: BootNamespace, AgentUpdatePublicKey: opts.AgentUpdatePublicKey},
 	}); err != nil {
 		return err
 	}
@@ -101,7 +108,7 @@ func addControllers(ctx context.Context, mgr manager.Manager, seed, shoot *teste
 		return err
 	}
 	if err := firewallmanager.AddToManager(mgr, firewallmanager.Options{
-		Provider: opts.Provider, HeartbeatTimeout: HeartbeatTimeout, InDoubtSettle: opts.InDoubtSettle,
+		Provider: opts.Provider, HeartbeatTimeout: HeartbeatTimeout, InDoubtSettle: opts.InDoubtSettle, MaxReplacements: opts.MaxReplacements,
 		Bootstrap: &firewallmachine.Bootstrap{
 			Server: seed.Config.Host, CAData: seed.Config.CAData, Namespace: BootNamespace,
 			SecretNames: []string{constants.ShootAccessSecretName},

@@ -7,6 +7,7 @@ package testenv
 import (
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -79,7 +80,14 @@ func Start(opts Options) (*ControlPlane, error) {
 	}
 	apiServer.Authn = ca
 	if opts.Address != "" {
+		// envtest takes the address only with a port; it would pick both on
+		// the loopback otherwise.
+		port, err := freePort(opts.Address)
+		if err != nil {
+			return nil, err
+		}
 		apiServer.SecureServing.ListenAddr.Address = opts.Address
+		apiServer.SecureServing.ListenAddr.Port = port
 	}
 	apiServer.Configure().
 		// As on a Gardener seed: the attack tests show what a bootstrap token
@@ -100,6 +108,17 @@ func Start(opts Options) (*ControlPlane, error) {
 		}
 	}
 	return cp, nil
+}
+
+// freePort returns a port that is free on address now.
+func freePort(address string) (string, error) {
+	l, err := net.Listen("tcp", net.JoinHostPort(address, "0"))
+	if err != nil {
+		return "", fmt.Errorf("finding a free port on %s: %w", address, err)
+	}
+	defer func() { _ = l.Close() }()
+	_, port, err := net.SplitHostPort(l.Addr().String())
+	return port, err
 }
 
 // Stop stops all components and removes the working folder.
