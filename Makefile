@@ -38,9 +38,10 @@ control-plane:
 test:
 	@hack/test-prereqs.sh
 	@assets="$$(hack/build-control-plane.sh)" || exit 1; failed=""; \
+	lab=""; if [ "$$(id -u)" = 0 ]; then lab="$$(hack/build-lab.sh)" || exit 1; fi; \
 	KUBEBUILDER_ASSETS="$$assets" go test $(GO_TEST_FLAGS) $$(go list ./... | grep -v /test/e2e/) || failed="$$failed unit+integration"; \
 	hack/fuzz.sh $(FUZZ_SMOKE_TIME) || failed="$$failed fuzz"; \
-	KUBEBUILDER_ASSETS="$$assets" go test $(GO_TEST_FLAGS) ./test/e2e/... || failed="$$failed e2e"; \
+	LAB_DIR="$$lab" KUBEBUILDER_ASSETS="$$assets" go test $(GO_TEST_FLAGS) ./test/e2e/... || failed="$$failed e2e"; \
 	$(MAKE) --no-print-directory test-istio || failed="$$failed istio"; \
 	if [ -n "$$failed" ]; then echo "make test: FAILED:$$failed"; exit 1; fi; \
 	echo "make test: all suites passed"
@@ -71,8 +72,10 @@ demo:
 	@hack/test-prereqs.sh root-only
 	@echo "make demo: building or reusing the control-plane binaries (cached; about 13 minutes the first time on 2 cores)"
 	@assets="$$(hack/build-control-plane.sh)" && \
+	  echo "make demo: building or reusing the lab (cached; about 4 minutes the first time)" && \
+	  { lab="$$(hack/build-lab.sh)" || { echo "make demo: the lab could not be built (see above): the demo's firewall runs in a network namespace instead"; lab=""; }; } && \
 	  echo "make demo: compiling the demo program (a few minutes the first time)" && \
-	  KUBEBUILDER_ASSETS="$$assets" go run ./test/demo
+	  LAB_DIR="$$lab" KUBEBUILDER_ASSETS="$$assets" go run ./test/demo
 
 # Removes what an interrupted demo left behind (fwdemo-* processes, network
 # namespaces with their veth links, folders); says so when nothing is left.

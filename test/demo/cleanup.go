@@ -3,9 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -24,17 +21,15 @@ func (d *demo) cleanup(ctx context.Context) error {
 	if d.kept != nil {
 		_ = d.kept.Close()
 	}
-	for _, l := range d.listeners {
-		_ = l.Close()
-	}
 	var errs []error
 	if s := d.owner; s != nil && s.c != nil && s.stop != nil && ctx.Err() == nil {
 		if err := d.deleteExtensions(ctx, s); err != nil {
 			d.n.say("Could not delete the Extensions gracefully: %v", err)
 		}
 	}
-	if d.stopForwards != nil {
-		d.stopForwards()
+	if d.site != nil {
+		// The machine is released (or the graceful part ended); then the site goes.
+		defer d.site.close()
 	}
 	for _, s := range []*seed{d.seedB, d.seedA} {
 		if s != nil && s.stop != nil {
@@ -110,12 +105,9 @@ func (d *demo) deleteExtensions(ctx context.Context, s *seed) error {
 	if len(deleted) == 0 {
 		return nil
 	}
-	released := ""
-	if d.machine.NetNS != "" {
-		if _, err := os.Stat(filepath.Join(netnsDir, d.machine.NetNS)); !errors.Is(err, os.ErrNotExist) {
-			return fmt.Errorf("the machine's namespace %s is still there after the firewall's deletion", d.machine.NetNS)
-		}
-		released = fmt.Sprintf("; the extension released machine %s (namespace %s gone)", d.machine.ID, d.machine.NetNS)
+	released, err := d.site.released(ctx)
+	if err != nil {
+		return err
 	}
 	what := "Extension " + deleted[0]
 	if len(deleted) > 1 {

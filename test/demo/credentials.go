@@ -11,7 +11,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -30,11 +29,6 @@ import (
 	"github.com/metal-firewall/gardener-extension-firewall/test/framework"
 )
 
-// onMachine is the path of a file of the agent's on the machine's disk.
-func (d *demo) onMachine(path string) string {
-	return filepath.Join(framework.MachineRoot(d.stateDir, d.machine), path)
-}
-
 // showCredential checks how the agent authenticates at the seed: the seed
 // kubeconfig it wrote on the machine holds a client certificate that the
 // seed's client CA signed for this firewall, with the key beside it, no
@@ -42,14 +36,14 @@ func (d *demo) onMachine(path string) string {
 // the firewall's boot token requested and the extension approved.
 func (d *demo) showCredential(ctx context.Context, s *seed, fwName string) error {
 	path := agentconfigv1alpha1.SeedKubeconfigPath
-	info, err := os.Stat(d.onMachine(path))
+	data, mode, err := d.site.readFile(ctx, path)
 	if err != nil {
 		return err
 	}
-	if info.Mode().Perm() != 0o600 {
-		return fmt.Errorf("%s has mode %o, want 0600", path, info.Mode().Perm())
+	if mode != 0o600 {
+		return fmt.Errorf("%s has mode %o, want 0600", path, mode)
 	}
-	cfg, err := clientcmd.LoadFromFile(d.onMachine(path))
+	cfg, err := clientcmd.Load(data)
 	if err != nil {
 		return err
 	}
@@ -148,7 +142,11 @@ func (d *demo) showBootCredentialGone(ctx context.Context, s *seed) error {
 		return err
 	}
 	path := agentconfigv1alpha1.BootstrapKubeconfigPath
-	cfg, err := clientcmd.BuildConfigFromFlags("", d.onMachine(path))
+	kubeconfig, err := d.site.bootKubeconfig(ctx)
+	if err != nil {
+		return err
+	}
+	cfg, err := clientcmd.RESTConfigFromKubeConfig(kubeconfig)
 	if err != nil {
 		return err
 	}
@@ -179,12 +177,19 @@ func (d *demo) showBootCredentialGone(ctx context.Context, s *seed) error {
 // whose token is its own ServiceAccount's, short-lived and without the group
 // system:bootstrappers, and no seed kubeconfig yet.
 func (d *demo) showBootCredential(ctx context.Context, s *seed) error {
-	if _, err := os.Stat(d.onMachine(agentconfigv1alpha1.SeedKubeconfigPath)); err == nil {
-		return fmt.Errorf("a new machine must not hold %s yet", agentconfigv1alpha1.SeedKubeconfigPath)
-	} else if !errors.Is(err, os.ErrNotExist) {
+	// A machine that booted by itself may have connected already.
+	if !d.site.agentStartsAlone() {
+		if _, _, err := d.site.readFile(ctx, agentconfigv1alpha1.SeedKubeconfigPath); err == nil {
+			return fmt.Errorf("a new machine must not hold %s yet", agentconfigv1alpha1.SeedKubeconfigPath)
+		} else if !errors.Is(err, os.ErrNotExist) {
+			return err
+		}
+	}
+	kubeconfig, err := d.site.bootKubeconfig(ctx)
+	if err != nil {
 		return err
 	}
-	cfg, err := clientcmd.BuildConfigFromFlags("", d.onMachine(agentconfigv1alpha1.BootstrapKubeconfigPath))
+	cfg, err := clientcmd.RESTConfigFromKubeConfig(kubeconfig)
 	if err != nil {
 		return err
 	}
@@ -235,7 +240,11 @@ func tokenExpiry(token string) (time.Time, error) {
 // showSeedRefuses checks that a seed no longer lets the agent in with the
 // certificate it holds.
 func (d *demo) showSeedRefuses(ctx context.Context, s *seed, fwName string) error {
-	cfg, err := clientcmd.BuildConfigFromFlags("", d.onMachine(agentconfigv1alpha1.SeedKubeconfigPath))
+	data, _, err := d.site.readFile(ctx, agentconfigv1alpha1.SeedKubeconfigPath)
+	if err != nil {
+		return err
+	}
+	cfg, err := clientcmd.RESTConfigFromKubeConfig(data)
 	if err != nil {
 		return err
 	}

@@ -4,14 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"strings"
+	"time"
 
 	extensionsv1alpha1 "github.com/gardener/gardener/pkg/apis/extensions/v1alpha1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/metal-firewall/gardener-extension-firewall/test/framework"
+	"github.com/metal-firewall/gardener-extension-firewall/pkg/controller/manager/machine"
 	"github.com/metal-firewall/gardener-extension-firewall/test/testenv"
 )
 
@@ -34,30 +34,26 @@ type demo struct {
 	n   *narrator
 
 	agentPath string
-	stateDir  string
-	provider  *framework.CountingProvider
-	shoot     *testenv.ControlPlane
+	// site is where the firewall machine runs: the lab, or a namespace.
+	site site
+	// provider makes the machines, for every seed.
+	provider machine.Provider
+	shoot    *testenv.ControlPlane
 	// shootClient is an administrator's client of the shoot.
 	shootClient client.WithWatch
 	seedA       *seed
 	seedB       *seed
-	// forwardCtx carries the machine's ways to the control planes'
-	// endpoints; stopForwards ends them.
-	forwardCtx   context.Context
-	stopForwards context.CancelFunc
 
 	// The shoot's Extensions, in the seed that currently holds them.
 	owner    *seed
 	firewall *extensionsv1alpha1.Extension
 	acl      *extensionsv1alpha1.Extension
 
-	machine framework.MachineRecord
-	wiring  framework.Wiring
-	// listeners are the echo servers: outside (behind ext0) and on the node.
-	listeners []net.Listener
+	// machineID is the firewall's machine.
+	machineID string
 	// kept is the node's connection to the outside server, opened once the
 	// shoot's policy allowed it and followed through the migration.
-	kept *framework.EchoConn
+	kept keptConn
 
 	steps []string
 	done  int
@@ -97,22 +93,24 @@ func (d *demo) play(ctx context.Context) error {
 // failure says what failed and shows the end of the logs that tell why.
 func (d *demo) failure(err error) {
 	d.n.say("FAILED: %v", err)
-	if d.machine.ID != "" {
-		d.showLogTail("the firewall agent", framework.AgentLog(d.stateDir, d.machine))
+	if d.site != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		d.showLogTail("the firewall agent", "the machine", d.site.agentLog(ctx))
 	}
-	d.showLogTail("the extension", d.extensionLog())
+	data, _ := os.ReadFile(d.extensionLog())
+	d.showLogTail("the extension", d.extensionLog(), string(data))
 }
 
-func (d *demo) showLogTail(what, path string) {
-	data, err := os.ReadFile(path)
-	if err != nil || len(data) == 0 {
+func (d *demo) showLogTail(what, where, log string) {
+	if log == "" {
 		return
 	}
-	lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
+	lines := strings.Split(strings.TrimRight(log, "\n"), "\n")
 	if len(lines) > 15 {
 		lines = lines[len(lines)-15:]
 	}
-	d.n.say("Last lines of the log of %s (%s):", what, path)
+	d.n.say("Last lines of the log of %s (%s):", what, where)
 	for i := range lines {
 		lines[i] = shorten(lines[i], 300)
 	}

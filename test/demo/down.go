@@ -10,6 +10,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/metal-firewall/gardener-extension-firewall/test/lab"
 )
 
 // controlPlaneBinaries are the processes testenv starts; they are matched
@@ -58,6 +60,13 @@ func sweep(r run, say func(format string, args ...any)) (int, error) {
 		if out, err := exec.Command("ip", "netns", "delete", ns).CombinedOutput(); err != nil {
 			say("  could not: %v: %s", err, strings.TrimSpace(string(out)))
 		}
+	}
+
+	if removed, err := lab.RemoveLeftovers(); err != nil {
+		say("could not remove what a lab left: %v", err)
+	} else if removed != "" {
+		found++
+		say("removed what a lab left: %s", removed)
 	}
 
 	for _, d := range demoDirs(r) {
@@ -133,13 +142,17 @@ func leftoverProcesses(r run) []process {
 			continue
 		}
 		exe, err := os.Readlink(fmt.Sprintf("/proc/%d/exe", pid))
-		if err != nil || !isControlPlaneBinary(filepath.Base(exe)) {
+		if err != nil || !isControlPlaneBinary(filepath.Base(exe)) && filepath.Base(exe) != "qemu-system-x86_64" {
 			continue
 		}
 		cmdline, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
 		for _, d := range dirs {
 			if strings.Contains(string(cmdline), d+"/") {
-				out = append(out, process{pid, filepath.Base(exe) + " of a demo control plane"})
+				what := filepath.Base(exe) + " of a demo control plane"
+				if filepath.Base(exe) == "qemu-system-x86_64" {
+					what = "the lab's virtual machine of a demo"
+				}
+				out = append(out, process{pid, what})
 				break
 			}
 		}

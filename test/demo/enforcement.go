@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"os/exec"
 	"regexp"
 	"strconv"
 	"strings"
@@ -14,25 +13,25 @@ const agentTable = "inet firewall-agent"
 
 // showEnforcement shows the agent's rules in the machine and what they do
 // to real connections.
-func (d *demo) showEnforcement(_ context.Context) error {
-	ruleset, err := d.agentRuleset()
+func (d *demo) showEnforcement(ctx context.Context) error {
+	ruleset, err := d.site.agentTable(ctx)
 	if err != nil {
 		return err
 	}
-	if !strings.Contains(ruleset, shootNodes) {
-		return fmt.Errorf("the agent's table does not hold the internal prefix %s from the providerConfig:\n%s", shootNodes, ruleset)
+	if nodes := d.site.nodes(); !strings.Contains(ruleset, nodes) {
+		return fmt.Errorf("the agent's table does not hold the internal prefix %s from the providerConfig:\n%s", nodes, ruleset)
 	}
-	d.n.say("The agent programmed table %s in the machine's namespace (`ip netns exec %s nft list table %s`), excerpt:", agentTable, d.machine.NetNS, agentTable)
+	d.n.say("The agent programmed table %s on the machine (`nft list table %s`), excerpt:", agentTable, agentTable)
 	d.n.detail(excerpt(ruleset))
 
 	before, err := dropCounter(ruleset)
 	if err != nil {
 		return err
 	}
-	if err := d.droppedFromOutside(); err != nil {
+	if err := d.droppedFromOutside(ctx); err != nil {
 		return err
 	}
-	ruleset, err = d.agentRuleset()
+	ruleset, err = d.site.agentTable(ctx)
 	if err != nil {
 		return err
 	}
@@ -44,7 +43,7 @@ func (d *demo) showEnforcement(_ context.Context) error {
 		return fmt.Errorf("the agent's drop rule counted no packet (%d before, %d after)", before, after)
 	}
 	d.n.say("A new connection from outside (%s) to the node's %s gets no answer within 2 s: dropped; the agent's drop rule counted %d packets of it",
-		d.wiring.Outside, d.nodeAddr(), after-before)
+		d.site.outside(), d.nodeAddr(), after-before)
 	if err := d.kept.Echo("while seed A manages the firewall"); err != nil {
 		return fmt.Errorf("the node's kept connection: %w", err)
 	}
@@ -62,14 +61,6 @@ func dropCounter(ruleset string) (int, error) {
 		return 0, fmt.Errorf("no counted drop rule in the agent's table:\n%s", ruleset)
 	}
 	return strconv.Atoi(m[1])
-}
-
-func (d *demo) agentRuleset() (string, error) {
-	out, err := exec.Command("ip", append([]string{"netns", "exec", d.machine.NetNS, "nft", "list", "table"}, strings.Fields(agentTable)...)...).CombinedOutput()
-	if err != nil {
-		return "", fmt.Errorf("nft list table %s: %w: %s", agentTable, err, out)
-	}
-	return string(out), nil
 }
 
 // excerpt keeps what says what a ruleset does: the sets that hold

@@ -12,15 +12,17 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	aclcontroller "github.com/metal-firewall/gardener-extension-firewall/pkg/controller/acl"
-	"github.com/metal-firewall/gardener-extension-firewall/pkg/controller/manager/machine/local"
 	"github.com/metal-firewall/gardener-extension-firewall/test/framework"
+	"github.com/metal-firewall/gardener-extension-firewall/test/lab"
 )
 
 // The networks in the shoot's Cluster: the acl extension always allows
 // them, so that no shoot locks out its own seed or nodes.
 const (
-	seedNodes  = "10.1.0.0/16"
-	seedPods   = "10.2.0.0/16"
+	seedNodes = "10.1.0.0/16"
+	seedPods  = "10.2.0.0/16"
+	// shootNodes are the nodes behind a machine in a network namespace
+	// (the lab's are labNodes): the site says which (site.nodes).
 	shootNodes = "10.250.0.0/24"
 )
 
@@ -57,26 +59,27 @@ func (d *demo) startLandscape(ctx context.Context) error {
 		return err
 	}
 
+	if dir, err := lab.Dir(); err == nil {
+		d.site = &labSite{dir: dir}
+	} else {
+		d.site = &localSite{why: err.Error()}
+	}
+	d.n.say("The firewall machine runs in %s", d.site.title())
+	provider, err := d.site.start(ctx, d)
+	if err != nil {
+		return err
+	}
+	// One infrastructure behind both seeds, as metal-api is.
+	d.provider = provider
+
 	d.n.say("Starting the shoot's control plane (etcd, kube-apiserver)")
-	if d.shoot, err = framework.StartShoot("shoot"); err != nil {
+	if d.shoot, err = framework.StartShootAt("shoot", d.site.address()); err != nil {
 		return err
 	}
 	d.n.say("The shoot's API serves at %s", d.shoot.Config.Host)
 	if d.shootClient, err = client.NewWithWatch(d.shoot.Config, client.Options{Scheme: framework.ShootScheme}); err != nil {
 		return err
 	}
-
-	d.stateDir = filepath.Join(d.run.dir(), "machines")
-	provider, err := local.New(local.Options{
-		StateDir: d.stateDir, AgentPath: d.agentPath, NetNSPrefix: d.run.machinePrefix(),
-		InternalNetNS: d.run.netns("int"), ExternalNetNS: d.run.netns("ext"),
-	})
-	if err != nil {
-		return err
-	}
-	// One infrastructure behind both seeds, as metal-api is; it counts the
-	// machines it creates.
-	d.provider = &framework.CountingProvider{Provider: provider}
 
 	d.seedA = &seed{name: "seed A"}
 	d.owner = d.seedA
@@ -90,7 +93,7 @@ func (d *demo) startSeed(ctx context.Context, s *seed, name string) error {
 	title := s.name
 	d.n.say("Starting %s: etcd, kube-apiserver, and a kube-controller-manager that signs approved certificate requests", title)
 	var err error
-	if s.cp, err = framework.StartSeed(name); err != nil {
+	if s.cp, err = framework.StartSeedAt(name, d.site.address()); err != nil {
 		return err
 	}
 	if s.c, err = framework.SeedClient(s.cp); err != nil {
@@ -98,12 +101,12 @@ func (d *demo) startSeed(ctx context.Context, s *seed, name string) error {
 	}
 	d.n.say("The API of %s serves at %s", title, s.cp.Config.Host)
 
-	d.n.say("Starting the extension in %s: the firewall and acl controllers, the firewall manager with the local machine provider, the CSR approver, and Gardener's TokenRequestor", title)
+	d.n.say("Starting the extension in %s: the firewall and acl controllers, the firewall manager with the %s machine provider, the CSR approver, and Gardener's TokenRequestor", title, d.providerName())
 	if s.stop, err = framework.StartExtension(s.cp, d.shoot, framework.ExtensionOptions{Provider: d.provider, ACL: &aclcontroller.Config{}}); err != nil {
 		return err
 	}
 
-	shootNS := framework.ShootNamespace{Name: shootNamespace, Shoot: d.shoot, SeedNodes: seedNodes, SeedPods: seedPods, ShootNodes: shootNodes}
+	shootNS := framework.ShootNamespace{Name: shootNamespace, Shoot: d.shoot, SeedNodes: seedNodes, SeedPods: seedPods, ShootNodes: d.site.nodes()}
 	if err := shootNS.Create(ctx, s.c); err != nil {
 		return fmt.Errorf("shoot namespace: %w", err)
 	}
@@ -116,6 +119,14 @@ func (d *demo) startSeed(ctx context.Context, s *seed, name string) error {
 	d.n.say("In %s: shoot namespace %s with its Cluster and `gardener` Secret (the shoot's API), the kube-apiserver Gateway for %s, the Istio ingress gateway's namespace %s",
 		title, shootNamespace, apiHost, framework.IngressNamespace)
 	return nil
+}
+
+// providerName names the machine provider the extension runs with.
+func (d *demo) providerName() string {
+	if _, ok := d.site.(*labSite); ok {
+		return "metal"
+	}
+	return "local"
 }
 
 // logToFile sends the controllers' and client-go's logs to the extension's

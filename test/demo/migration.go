@@ -45,10 +45,14 @@ func (d *demo) migrate(ctx context.Context) error {
 	if err := d.startSeed(ctx, d.seedB, "seed-b"); err != nil {
 		return err
 	}
-	if err := d.forward(d.forwardCtx, d.seedB.cp.Config.Host); err != nil {
+	how, err := d.site.reach(ctx, d.seedB.cp.Config.Host)
+	if err != nil {
 		return err
 	}
-	d.n.say("The machine can reach seed B's API endpoint as well")
+	if how == "" {
+		how = "over its internet, as it reaches seed A's"
+	}
+	d.n.say("The machine can reach seed B's API endpoint as well %s", how)
 
 	d.n.say("Migrating out of seed A as gardenlet does: gardener.cloud/operation=migrate on both Extensions, then a shallow delete")
 	fwState, err := framework.Migrate(ctx, d.seedA.c, d.firewall, time.Minute)
@@ -64,7 +68,7 @@ func (d *demo) migrate(ctx context.Context) error {
 		return err
 	}
 	d.n.say("Seed A: Migrate Succeeded for both; the firewall Extension's state holds Firewall %s with machine %s; seed A holds no Firewall, no boot ServiceAccount, no RBAC for the agent, no acl EnvoyFilter",
-		fwName, d.machine.ID)
+		fwName, d.machineID)
 	if err := d.showSeedRefuses(ctx, d.seedA, fwName); err != nil {
 		return err
 	}
@@ -72,7 +76,7 @@ func (d *demo) migrate(ctx context.Context) error {
 	if err := d.kept.Echo("between migrate and restore"); err != nil {
 		return fmt.Errorf("the connection opened before, between migrate and restore: %w", err)
 	}
-	if err := d.droppedFromOutside(); err != nil {
+	if err := d.droppedFromOutside(ctx); err != nil {
 		return err
 	}
 	d.n.say("Between the seeds, the machine keeps forwarding with its last rules: the kept connection carries data, a new one from outside is dropped")
@@ -102,14 +106,14 @@ func (d *demo) migrate(ctx context.Context) error {
 		return err
 	}
 	took := time.Since(restoring)
-	if fw.Name != fwName || fw.Status.MachineStatus == nil || fw.Status.MachineStatus.MachineID != d.machine.ID {
-		return fmt.Errorf("seed B's Firewall %s runs on %v, want %s on machine %s", fw.Name, fw.Status.MachineStatus, fwName, d.machine.ID)
+	if fw.Name != fwName || fw.Status.MachineStatus == nil || fw.Status.MachineStatus.MachineID != d.machineID {
+		return fmt.Errorf("seed B's Firewall %s runs on %v, want %s on machine %s", fw.Name, fw.Status.MachineStatus, fwName, d.machineID)
 	}
 	// The report's time has seconds only.
 	if !fw.Status.AgentStatus.LastRunAgainstSeed.After(restoring.Add(-time.Second)) {
 		return fmt.Errorf("the agent's last report into seed B (%s) is older than the restore", fw.Status.AgentStatus.LastRunAgainstSeed)
 	}
-	d.n.say("The agent connected to seed B %.1f s after the restore began: Firewall %s Ready in seed B, on the same machine %s", took.Seconds(), fw.Name, d.machine.ID)
+	d.n.say("The agent connected to seed B %.1f s after the restore began: Firewall %s Ready in seed B, on the same machine %s", took.Seconds(), fw.Name, d.machineID)
 	if err := d.showHandOver(ctx, fw.Name, handOver); err != nil {
 		return err
 	}
@@ -125,7 +129,7 @@ func (d *demo) migrate(ctx context.Context) error {
 	if err := d.kept.Echo("after the migration"); err != nil {
 		return fmt.Errorf("the connection opened before the migration: %w", err)
 	}
-	if err := d.droppedFromOutside(); err != nil {
+	if err := d.droppedFromOutside(ctx); err != nil {
 		return err
 	}
 	d.n.say("The node's connection to %s, opened before the migration, still carries data; a new connection from outside is still dropped", d.outsideAddr())
@@ -142,8 +146,14 @@ func (d *demo) migrate(ctx context.Context) error {
 // shoot-access Secret whose token Gardener's TokenRequestor fills.
 func (d *demo) showShootKubeconfig(ctx context.Context) error {
 	path := agentconfigv1alpha1.ShootKubeconfigPath
-	if err := d.n.waitFor(ctx, "the agent's shoot kubeconfig", time.Minute, func(context.Context) error {
-		cfg, err := clientcmd.LoadFromFile(d.onMachine(path))
+	var mode os.FileMode
+	if err := d.n.waitFor(ctx, "the agent's shoot kubeconfig", time.Minute, func(ctx context.Context) error {
+		data, m, err := d.site.readFile(ctx, path)
+		if err != nil {
+			return err
+		}
+		mode = m
+		cfg, err := clientcmd.Load(data)
 		if err != nil {
 			return err
 		}
@@ -158,12 +168,8 @@ func (d *demo) showShootKubeconfig(ctx context.Context) error {
 	}); err != nil {
 		return err
 	}
-	info, err := os.Stat(d.onMachine(path))
-	if err != nil {
-		return err
-	}
-	if info.Mode().Perm() != 0o600 {
-		return fmt.Errorf("%s has mode %o, want 0600", path, info.Mode().Perm())
+	if mode != 0o600 {
+		return fmt.Errorf("%s has mode %o, want 0600", path, mode)
 	}
 	d.n.say("The agent keeps a shoot kubeconfig (%s, mode 0600) with a short-lived token from Gardener's TokenRequestor: its way to a new seed after a migration", path)
 	return nil
@@ -172,8 +178,8 @@ func (d *demo) showShootKubeconfig(ctx context.Context) error {
 // checkMigratedOut checks seed A after Migrate: the state names the
 // firewall and its machine; nothing of the shoot's firewall or ACL is left.
 func (d *demo) checkMigratedOut(ctx context.Context, fwName string, state *runtime.RawExtension) error {
-	if state == nil || !strings.Contains(string(state.Raw), fwName) || !strings.Contains(string(state.Raw), d.machine.ID) {
-		return fmt.Errorf("the firewall Extension's state does not name Firewall %s and machine %s", fwName, d.machine.ID)
+	if state == nil || !strings.Contains(string(state.Raw), fwName) || !strings.Contains(string(state.Raw), d.machineID) {
+		return fmt.Errorf("the firewall Extension's state does not name Firewall %s and machine %s", fwName, d.machineID)
 	}
 	c := d.seedA.c
 	fws, err := framework.Firewalls(ctx, c, shootNamespace)
@@ -225,7 +231,7 @@ func (d *demo) checkMigratedOut(ctx context.Context, fwName string, state *runti
 // Secret is withdrawn once the agent has reported in.
 func (d *demo) showHandOver(ctx context.Context, fwName string, h *handOver) error {
 	path := agentconfigv1alpha1.BootstrapKubeconfigPath
-	data, err := os.ReadFile(d.onMachine(path))
+	data, _, err := d.site.readFile(ctx, path)
 	if err != nil {
 		return err
 	}
@@ -237,7 +243,11 @@ func (d *demo) showHandOver(ctx context.Context, fwName string, h *handOver) err
 		return fmt.Errorf("the machine's bootstrap kubeconfig names %s, not seed B (%s)", cfg.Host, d.seedB.cp.Config.Host)
 	}
 	key := client.ObjectKey{Namespace: constants.ShootNamespace, Name: firewallv1alpha1.DeliveredBootstrapSecretName(fwName)}
-	machineKey, err := bootstrap.LoadOrCreateKey(d.onMachine(agentconfigv1alpha1.IdentityKeyPath))
+	keyPEM, _, err := d.site.readFile(ctx, agentconfigv1alpha1.IdentityKeyPath)
+	if err != nil {
+		return err
+	}
+	machineKey, err := bootstrap.DecodeKey(keyPEM)
 	if err != nil {
 		return err
 	}
@@ -273,23 +283,10 @@ func (d *demo) showHandOver(ctx context.Context, fwName string, h *handOver) err
 
 // showOneMachine checks that there was never a second firewall machine.
 func (d *demo) showOneMachine() error {
-	recs, err := framework.Machines(d.stateDir)
+	said, err := d.site.oneMachine()
 	if err != nil {
 		return err
 	}
-	var machineNetNS []string
-	entries, err := os.ReadDir(netnsDir)
-	if err != nil {
-		return err
-	}
-	for _, e := range entries {
-		if strings.HasPrefix(e.Name(), d.run.machinePrefix()) {
-			machineNetNS = append(machineNetNS, e.Name())
-		}
-	}
-	if created := d.provider.Created(); created != 1 || len(recs) != 1 || len(machineNetNS) != 1 {
-		return fmt.Errorf("machines: %d created, %d recorded, namespaces %v; want one", created, len(recs), machineNetNS)
-	}
-	d.n.say("One machine throughout: the provider created 1 machine in total, 1 is recorded, 1 machine namespace exists (%s)", machineNetNS[0])
+	d.n.say("One machine throughout: %s", said)
 	return nil
 }

@@ -17,9 +17,6 @@ import (
 	"github.com/metal-firewall/gardener-extension-firewall/test/framework"
 )
 
-// otherOutsidePort is a second server outside that no policy allows.
-const otherOutsidePort = "7001"
-
 // applyPolicy shows the shoot owner's side: the extension's shoot
 // ManagedResource in the shoot, a ClusterwideNetworkPolicy that allows the
 // node to reach the outside server, its status, and what it does to real
@@ -33,18 +30,12 @@ func (d *demo) applyPolicy(ctx context.Context) error {
 	d.n.say("Gardener's resource manager applied ManagedResource %s into the shoot: the ClusterwideNetworkPolicy and FirewallMonitor CRDs, namespace %s, and the agent's Role (read policies, report status) and ClusterRole (read Services)",
 		constants.ShootManagedResourceName, firewallv1alpha1.ClusterwideNetworkPolicyNamespace)
 
-	l, err := framework.StartEchoServer(d.wiring.ExternalNetNS, net.JoinHostPort(d.wiring.Outside, otherOutsidePort))
-	if err != nil {
-		return err
-	}
-	d.listeners = append(d.listeners, l)
-
 	policy := &firewallv1alpha1.ClusterwideNetworkPolicy{
 		ObjectMeta: metav1.ObjectMeta{Name: "allow-echo", Namespace: firewallv1alpha1.ClusterwideNetworkPolicyNamespace},
 		Spec: firewallv1alpha1.PolicySpec{
 			Description: "the nodes may reach the echo server outside",
 			Egress: []firewallv1alpha1.EgressRule{{
-				To:    []firewallv1alpha1.IPBlock{{CIDR: d.wiring.Outside + "/32"}},
+				To:    []firewallv1alpha1.IPBlock{{CIDR: d.site.outside() + "/32"}},
 				Ports: []firewallv1alpha1.PolicyPort{{Protocol: "TCP", Port: ptr.To[int32](7000)}},
 			}},
 		},
@@ -52,7 +43,7 @@ func (d *demo) applyPolicy(ctx context.Context) error {
 	if err := d.shootClient.Create(ctx, policy); err != nil {
 		return fmt.Errorf("creating ClusterwideNetworkPolicy %s: %w", policy.Name, err)
 	}
-	d.n.say("The shoot owner created ClusterwideNetworkPolicy %s/%s: egress to %s/32 on TCP %s", policy.Namespace, policy.Name, d.wiring.Outside, outsidePort)
+	d.n.say("The shoot owner created ClusterwideNetworkPolicy %s/%s: egress to %s/32 on TCP %s", policy.Namespace, policy.Name, d.site.outside(), outsidePort)
 	if err := d.n.waitFor(ctx, "the agent to enforce the policy and report it", time.Minute, func(ctx context.Context) error {
 		if err := d.shootClient.Get(ctx, client.ObjectKeyFromObject(policy), policy); err != nil {
 			return err
@@ -66,21 +57,17 @@ func (d *demo) applyPolicy(ctx context.Context) error {
 	}
 	d.n.say("Its status, written by the agent: %s (generation %d)", policy.Status.State, policy.Status.ObservedGeneration)
 
-	conn, err := framework.DialFrom(d.wiring.InternalNetNS, d.outsideAddr(), 5*time.Second)
-	if err != nil {
+	// Kept open: it is the connection the rest of the demo follows.
+	var err error
+	if d.kept, err = d.site.keep(ctx, d.outsideAddr()); err != nil {
 		return fmt.Errorf("a new connection from the node to %s, which the policy allows: %w", d.outsideAddr(), err)
 	}
-	// Kept open: it is the connection the rest of the demo follows.
-	d.kept = framework.NewEchoConn(conn)
 	if err := d.kept.Echo("allowed by the policy"); err != nil {
 		return err
 	}
-	other := net.JoinHostPort(d.wiring.Outside, otherOutsidePort)
-	if conn, err := framework.DialFrom(d.wiring.InternalNetNS, other, 2*time.Second); err == nil {
-		_ = conn.Close()
-		return fmt.Errorf("a new connection from the node to %s, which no policy allows, was accepted", other)
-	} else if netErr := (net.Error)(nil); !errors.As(err, &netErr) || !netErr.Timeout() {
-		return fmt.Errorf("a new connection from the node to %s failed, but not by a drop: %w", other, err)
+	other := net.JoinHostPort(d.site.outside(), otherOutsidePort)
+	if err := d.droppedFromNode(ctx, other); err != nil {
+		return fmt.Errorf("%w, which no policy allows", err)
 	}
 	d.n.say("A new connection from the node to %s connects; one to %s, which no policy allows, gets no answer: dropped", d.outsideAddr(), other)
 	if err := d.kept.Echo("under the shoot's policy"); err != nil {

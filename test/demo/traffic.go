@@ -1,49 +1,36 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net"
 	"time"
 
-	"github.com/metal-firewall/gardener-extension-firewall/test/framework"
+	agentconfigv1alpha1 "github.com/metal-firewall/gardener-extension-firewall/pkg/apis/agentconfig/v1alpha1"
 )
 
-// Ports of the echo servers: outside (behind the machine's ext0) and on the
-// shoot's node (behind int0).
+// Ports of the echo servers: outside (and a second one that no policy
+// allows) and on the shoot's node.
 const (
-	outsidePort = "7000"
-	nodePort    = "8080"
+	outsidePort      = "7000"
+	otherOutsidePort = "7001"
+	nodePort         = "8080"
 )
 
-func (d *demo) outsideAddr() string { return net.JoinHostPort(d.wiring.Outside, outsidePort) }
-func (d *demo) nodeAddr() string    { return net.JoinHostPort(d.wiring.Node, nodePort) }
+// bootKubeconfigPath is where the machine holds its boot kubeconfig.
+const bootKubeconfigPath = agentconfigv1alpha1.BootstrapKubeconfigPath
 
-// startEchoServers runs a server outside and one on the node.
-func (d *demo) startEchoServers() error {
-	for _, s := range []struct{ netns, addr string }{
-		{d.wiring.ExternalNetNS, d.outsideAddr()},
-		{d.wiring.InternalNetNS, d.nodeAddr()},
-	} {
-		l, err := framework.StartEchoServer(s.netns, s.addr)
-		if err != nil {
-			return err
-		}
-		d.listeners = append(d.listeners, l)
-	}
-	return nil
-}
+func (d *demo) outsideAddr() string { return net.JoinHostPort(d.site.outside(), outsidePort) }
+func (d *demo) nodeAddr() string    { return net.JoinHostPort(d.site.nodeFromOutside(), nodePort) }
 
 // droppedFromNode checks that a new connection from the node to addr gets
 // no answer at all: dropped, not refused.
-func (d *demo) droppedFromNode(addr string) error {
-	conn, err := framework.DialFrom(d.wiring.InternalNetNS, addr, 2*time.Second)
-	if err == nil {
-		_ = conn.Close()
+func (d *demo) droppedFromNode(ctx context.Context, addr string) error {
+	switch err := d.site.fromNode(ctx, addr, 2*time.Second); {
+	case err == nil:
 		return fmt.Errorf("a new connection from the node to %s was accepted", addr)
-	}
-	var netErr net.Error
-	if !errors.As(err, &netErr) || !netErr.Timeout() {
+	case !errors.Is(err, errDropped):
 		return fmt.Errorf("a new connection from the node to %s failed, but not by a drop: %w", addr, err)
 	}
 	return nil
@@ -51,15 +38,12 @@ func (d *demo) droppedFromNode(addr string) error {
 
 // droppedFromOutside checks that a new connection from outside to the node
 // gets no answer at all: dropped, not refused.
-func (d *demo) droppedFromOutside() error {
-	conn, err := framework.DialFrom(d.wiring.ExternalNetNS, d.nodeAddr(), 2*time.Second)
-	if err == nil {
-		_ = conn.Close()
-		return fmt.Errorf("a new connection from %s to %s was accepted", d.wiring.Outside, d.nodeAddr())
-	}
-	var netErr net.Error
-	if !errors.As(err, &netErr) || !netErr.Timeout() {
-		return fmt.Errorf("a new connection from %s to %s failed, but not by a drop: %w", d.wiring.Outside, d.nodeAddr(), err)
+func (d *demo) droppedFromOutside(ctx context.Context) error {
+	switch err := d.site.fromOutside(ctx, 2*time.Second); {
+	case err == nil:
+		return fmt.Errorf("a new connection from %s to %s was accepted", d.site.outside(), d.nodeAddr())
+	case !errors.Is(err, errDropped):
+		return fmt.Errorf("a new connection from %s to %s failed, but not by a drop: %w", d.site.outside(), d.nodeAddr(), err)
 	}
 	return nil
 }
