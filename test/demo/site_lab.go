@@ -174,10 +174,10 @@ func (s *labSite) fromNode(ctx context.Context, addr string, timeout time.Durati
 	if err != nil {
 		return err
 	}
-	switch out = strings.TrimSpace(out); {
-	case out == "connected":
+	switch out = strings.TrimSpace(out); out {
+	case "connected":
 		return nil
-	case out == "dropped":
+	case "dropped":
 		return errDropped
 	default:
 		return fmt.Errorf("from the node to %s: %s", addr, out)

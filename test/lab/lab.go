@@ -207,7 +207,7 @@ func (l *Lab) boot(ctx context.Context) error {
 		select {
 		case err := <-l.done:
 			l.done <- err
-			return fmt.Errorf("the lab machine stopped while booting (%v); its console is %s", err, console.Name())
+			return fmt.Errorf("the lab machine stopped while booting (%w); its console is %s", err, console.Name())
 		case <-ctx.Done():
 			return fmt.Errorf("the lab machine did not boot: %w; its console is %s", ctx.Err(), console.Name())
 		case <-time.After(time.Second):

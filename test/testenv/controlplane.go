@@ -86,8 +86,8 @@ func Start(opts Options) (*ControlPlane, error) {
 		if err != nil {
 			return nil, err
 		}
-		apiServer.SecureServing.ListenAddr.Address = opts.Address
-		apiServer.SecureServing.ListenAddr.Port = port
+		apiServer.Address = opts.Address
+		apiServer.Port = port
 	}
 	apiServer.Configure().
 		// As on a Gardener seed: the attack tests show what a bootstrap token
