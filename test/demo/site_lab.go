@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/base64"
 	"fmt"
-	"io"
 	"net"
 	"net/netip"
 	"os"
@@ -126,7 +125,7 @@ func (s *labSite) wire(ctx context.Context) (string, error) {
 			return "", err
 		}
 		s.listeners = append(s.listeners, l)
-		go echoServe(l)
+		go framework.EchoServe(l)
 	}
 	var err error
 	if s.probes, err = s.lab.StartProbes(ctx); err != nil {
@@ -148,20 +147,6 @@ func (s *labSite) closedWhileBooting() (string, error) {
 		return "", err
 	}
 	return fmt.Sprintf("UDP probes every %s between the node and this host that the image's own rules let through and no rule of the agent does: none forwarded, ever since the machine booted (the image's nftables.service loads the agent's closed table with its own rules; networkd and FRR wait for the agent's boot step)", lab.ProbeInterval), nil
-}
-
-// echoServe echoes every connection of l.
-func echoServe(l net.Listener) {
-	for {
-		c, err := l.Accept()
-		if err != nil {
-			return
-		}
-		go func() {
-			defer func() { _ = c.Close() }()
-			_, _ = io.Copy(c, c)
-		}()
-	}
 }
 
 func (s *labSite) nodes() string           { return labNodes }

@@ -41,16 +41,19 @@ func StartEchoServer(ns, addr string) (net.Listener, error) {
 	}); err != nil {
 		return nil, err
 	}
-	go func() {
-		for {
-			conn, err := server.Accept()
-			if err != nil {
-				return
-			}
-			go func() { defer func() { _ = conn.Close() }(); _, _ = io.Copy(conn, conn) }()
-		}
-	}()
+	go EchoServe(server)
 	return server, nil
+}
+
+// EchoServe sends every connection's bytes back until l is closed.
+func EchoServe(l net.Listener) {
+	for {
+		conn, err := l.Accept()
+		if err != nil {
+			return
+		}
+		go func() { defer func() { _ = conn.Close() }(); _, _ = io.Copy(conn, conn) }()
+	}
 }
 
 // EchoConn is a connection to an echo server that checks lines come back.
