@@ -52,11 +52,12 @@ var _ = Describe("firewall agent with sources.metal only", func() {
 
 	BeforeEach(func(ctx SpecContext) {
 		t = newTopology()
-		// The allocation's internet network is reached through vrf104009 on a
-		// real firewall; the agent puts its SNAT address there.
-		// (A veth: this kernel may lack the dummy and vrf link types.)
-		Expect(t.fw.IP("link", "add", fmt.Sprintf("vrf%d", metalapi.InternetVRF), "type", "veth", "peer", "name", "vrfpeer")).To(Succeed())
-		Expect(t.fw.IP("link", "set", fmt.Sprintf("vrf%d", metalapi.InternetVRF), "up")).To(Succeed())
+		// Packets into the allocation's internet network leave a real
+		// firewall by its SVI vlan104009 (metal-networker puts the network's
+		// addresses there); the agent's SNAT address goes there too.
+		// (A veth: this kernel may lack the dummy, vlan and vrf link types.)
+		Expect(t.fw.IP("link", "add", fmt.Sprintf("vlan%d", metalapi.InternetVRF), "type", "veth", "peer", "name", "vlanpeer")).To(Succeed())
+		Expect(t.fw.IP("link", "set", fmt.Sprintf("vlan%d", metalapi.InternetVRF), "up")).To(Succeed())
 		for _, port := range []int{8080, 9090} {
 			serve(t.outside, "::", port)
 		}
@@ -113,7 +114,7 @@ var _ = Describe("firewall agent with sources.metal only", func() {
 	It("enforces the allocation's rules, follows their changes, keeps them through an outage and catches up", func() {
 		By("the rules of the allocation are in the kernel")
 		Eventually(logs).WithTimeout(30 * time.Second).Should(gbytes.Say("ruleset applied"))
-		Expect(t.fw.Exec("ip", "-o", "addr", "show", "dev", fmt.Sprintf("vrf%d", metalapi.InternetVRF))).To(ContainSubstring("inet 100.64."), "the allocation's SNAT address")
+		Expect(t.fw.Exec("ip", "-o", "addr", "show", "dev", fmt.Sprintf("vlan%d", metalapi.InternetVRF))).To(ContainSubstring("inet 100.64."), "the allocation's SNAT address")
 		expectAllowed(t.node, outsideV4, 8080)
 		expectDropped(t.node, outsideV4, 9090)
 
