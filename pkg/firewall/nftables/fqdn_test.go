@@ -39,18 +39,38 @@ func setOf(rs *ruleset.Ruleset, sel fwv1alpha1.FQDNSelector, v6 bool) string {
 	return ""
 }
 
-// expiresIn returns the seconds an element of the set has left, as nft
-// lists it, or -1 if the set does not hold it.
+// expiresIn is how many whole seconds the element has left in the set, -1
+// when the set lacks it.
 func expiresIn(ns *netns.NS, set, addr string) int {
 	GinkgoHelper()
-	m := regexp.MustCompile(regexp.QuoteMeta(addr) + ` timeout \S+ expires (?:(\d+)m)?(\d+)s`).FindStringSubmatch(list(ns, "set", "inet", ruleset.TableName, set))
+	m := regexp.MustCompile(regexp.QuoteMeta(addr) + ` timeout \S+ expires ((?:\d+(?:ms|d|h|m|s))+)`).FindStringSubmatch(list(ns, "set", "inet", ruleset.TableName, set))
 	if m == nil {
 		return -1
 	}
-	minutes, _ := strconv.Atoi(m[1])
-	seconds, _ := strconv.Atoi(m[2])
-	return 60*minutes + seconds
+	return int(nftDuration(m[1]) / time.Second)
 }
+
+// nftDuration reads a time as nft prints it: 1d2h3m4s5ms, zero parts left
+// out. An element listed within the jiffy it was added in has its whole
+// timeout left, "expires 1m": a parser that wants seconds misses it.
+func nftDuration(s string) time.Duration {
+	units := map[string]time.Duration{"d": 24 * time.Hour, "h": time.Hour, "m": time.Minute, "s": time.Second, "ms": time.Millisecond}
+	var d time.Duration
+	for _, p := range regexp.MustCompile(`(\d+)(ms|d|h|m|s)`).FindAllStringSubmatch(s, -1) {
+		n, _ := strconv.Atoi(p[1])
+		d += time.Duration(n) * units[p[2]]
+	}
+	return d
+}
+
+var _ = DescribeTable("nft's times", func(printed string, want time.Duration) {
+	Expect(nftDuration(printed)).To(Equal(want))
+},
+	Entry("a whole minute, as listed in the jiffy of the add", "1m", time.Minute),
+	Entry("seconds and milliseconds", "59s976ms", 59*time.Second+976*time.Millisecond),
+	Entry("minutes and seconds", "4m59s", 4*time.Minute+59*time.Second),
+	Entry("days and hours", "1d2h", 26*time.Hour),
+)
 
 var _ = Describe("Programmer with FQDN sets", func() {
 	var (
