@@ -132,8 +132,8 @@ func describe(ef *istionetworkingv1alpha3.EnvoyFilter) string {
 		}
 		var w string
 		switch {
-		case l.GetName() != "" && l.GetFilterChain().GetSni() != "":
-			w = fmt.Sprintf("listener %s, SNI %s", l.GetName(), l.GetFilterChain().GetSni())
+		case l.GetPortNumber() != 0 && l.GetFilterChain().GetSni() != "":
+			w = fmt.Sprintf("port %d, SNI %s", l.GetPortNumber(), l.GetFilterChain().GetSni())
 		case l.GetName() != "":
 			w = "listener " + l.GetName()
 		case l.GetPortNumber() != 0:

@@ -50,8 +50,9 @@ const (
 type gateway struct {
 	namespace string
 	labels    map[string]string
-	// ip is the gateway pod's address in the simulated mesh.
-	ip string
+	// ips are the gateway pod's addresses in the simulated mesh: IPv4,
+	// IPv6 or both (Istio then builds its listeners for that family).
+	ips []string
 }
 
 // shoot is a shoot's control plane on the seed, as far as its exposure goes.
@@ -79,15 +80,18 @@ type seed struct {
 	}
 }
 
+// defaultGateways are the seed's default, zonal and exposure class gateways:
+// IPv4, IPv6-only and dual-stack, so that every listener family Istio builds
+// for port 9443 is checked.
 func defaultGateways() (def, zonal, exposure *gateway) {
 	labels := sharedcomponent.GetIstioZoneLabels(map[string]string{"app": "istio-ingressgateway", "istio": "ingressgateway"}, nil)
 	z := zone
-	def = &gateway{namespace: "istio-ingress", labels: labels, ip: "10.0.0.1"}
-	zonal = &gateway{namespace: sharedcomponent.GetIstioNamespaceForZone("istio-ingress", zone), labels: sharedcomponent.GetIstioZoneLabels(labels, &z), ip: "10.0.0.2"}
+	def = &gateway{namespace: "istio-ingress", labels: labels, ips: []string{"10.0.0.1"}}
+	zonal = &gateway{namespace: sharedcomponent.GetIstioNamespaceForZone("istio-ingress", zone), labels: sharedcomponent.GetIstioZoneLabels(labels, &z), ips: []string{"fd00::2"}}
 	exposure = &gateway{
 		namespace: "istio-ingress-handler-" + exposureClass,
 		labels:    sharedcomponent.GetIstioZoneLabels(gardenerutils.GetMandatoryExposureClassHandlerSNILabels(nil, exposureClass), nil),
-		ip:        "10.0.0.3",
+		ips:       []string{"10.0.0.3", "fd00::3"},
 	}
 	return def, zonal, exposure
 }

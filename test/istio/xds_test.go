@@ -2,7 +2,6 @@ package istio_test
 
 import (
 	"context"
-	"fmt"
 	"slices"
 	"strings"
 
@@ -66,7 +65,7 @@ func (s *seed) istioConfigs(ctx context.Context) []config.Config {
 			},
 			Resolution: istioapinetworkingv1alpha3.ServiceEntry_STATIC,
 			Location:   istioapinetworkingv1alpha3.ServiceEntry_MESH_INTERNAL,
-			Endpoints:  []*istioapinetworkingv1alpha3.WorkloadEntry{{Address: gw.ip, Labels: gw.labels}},
+			Endpoints:  []*istioapinetworkingv1alpha3.WorkloadEntry{{Address: gw.ips[0], Labels: gw.labels}},
 		})
 	}
 	for _, sh := range s.shoots {
@@ -107,7 +106,7 @@ func (s *seed) generate(ctx context.Context, gw *gateway) *generated {
 		Type:            model.Router,
 		ConfigNamespace: gw.namespace,
 		Labels:          gw.labels,
-		IPAddresses:     []string{gw.ip},
+		IPAddresses:     gw.ips,
 		Metadata:        &model.NodeMetadata{Labels: gw.labels, Namespace: gw.namespace, IstioVersion: "1.29.1"},
 	})
 	g := &generated{cg: cg, proxy: proxy, listeners: map[string]*listenerv3.Listener{}}
@@ -117,12 +116,18 @@ func (s *seed) generate(ctx context.Context, gw *gateway) *generated {
 	return g
 }
 
-// listener returns the generated listener of a port.
+// listener returns the generated listener of a port, whatever Istio named it
+// for the gateway's address family (0.0.0.0_9443, ::_9443).
 func (g *generated) listener(port int) *listenerv3.Listener {
 	GinkgoHelper()
-	l := g.listeners[fmt.Sprintf("0.0.0.0_%d", port)]
-	Expect(l).NotTo(BeNil(), "no listener on %d; have %v", port, keys(g.listeners))
-	return l
+	var found []*listenerv3.Listener
+	for _, l := range g.listeners {
+		if int(l.GetAddress().GetSocketAddress().GetPortValue()) == port {
+			found = append(found, l)
+		}
+	}
+	Expect(found).To(HaveLen(1), "listeners on %d; have %v", port, keys(g.listeners))
+	return found[0]
 }
 
 // chainsFor are the TLS listener's filter chains whose server names include host.

@@ -5,7 +5,7 @@
 //
 // Two places are patched:
 //
-//   - The TLS listener (0.0.0.0_9443) has one filter chain per kube-apiserver
+//   - The TLS listener (port 9443) has one filter chain per kube-apiserver
 //     host (SNI). A per-shoot EnvoyFilter inserts a network RBAC filter at the
 //     front of exactly the shoot's filter chains. Other shoots' chains are not
 //     touched, so a change drains only the shoot's own connections, and the
@@ -47,8 +47,10 @@ import (
 )
 
 const (
-	// TLSListenerName is the istio ingress gateway's listener for the kube-apiservers (SNI, port 443 -> 9443).
-	TLSListenerName = "0.0.0.0_9443"
+	// TLSListenerPort is the istio ingress gateway's port for the kube-apiservers (SNI, 443 -> 9443).
+	// Istio names its listener 0.0.0.0_9443 on IPv4, ::_9443 on an IPv6-only gateway: the patches
+	// match the port, so that every one of them carries the ACL.
+	TLSListenerPort = 9443
 	// HTTPConnectPort is the unified HTTP-CONNECT proxy port (apiserver-proxy and VPN).
 	HTTPConnectPort = 8443
 	// LegacyVPNPort is the reversed VPN's legacy HTTP-CONNECT port.

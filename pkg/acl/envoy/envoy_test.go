@@ -85,7 +85,7 @@ var _ = Describe("ShootEnvoyFilter", func() {
 		p := ef.Spec.ConfigPatches[3]
 		Expect(p.ApplyTo).To(Equal(istioapinetworkingv1alpha3.EnvoyFilter_NETWORK_FILTER), "unexpected patch %v", p)
 		Expect(p.Match.GetListener().GetFilterChain().GetFilter()).To(BeNil(), "the insertion matches the chain, not a filter: %v", p)
-		Expect(p.Match.GetListener().GetName()).To(Equal(TLSListenerName), "unexpected patch %v", p)
+		Expect(p.Match.GetListener().GetPortNumber()).To(Equal(uint32(TLSListenerPort)), "unexpected patch %v", p)
 		Expect(p.Match.GetListener().GetFilterChain().GetSni()).To(Equal("api.a.p.internal.example.com"), "unexpected patch %v", p)
 		Expect(p.Patch.Operation).To(Equal(istioapinetworkingv1alpha3.EnvoyFilter_Patch_INSERT_FIRST), "unexpected patch %v", p)
 

@@ -46,7 +46,7 @@ func NetworkFilterPatches(hosts []string, s ShootPolicy) ([]*istioapinetworkingv
 		return &istioapinetworkingv1alpha3.EnvoyFilter_EnvoyConfigObjectMatch{
 			Context: istioapinetworkingv1alpha3.EnvoyFilter_GATEWAY,
 			ObjectTypes: &istioapinetworkingv1alpha3.EnvoyFilter_EnvoyConfigObjectMatch_Listener{Listener: &istioapinetworkingv1alpha3.EnvoyFilter_ListenerMatch{
-				Name:        TLSListenerName,
+				PortNumber:  TLSListenerPort,
 				FilterChain: &istioapinetworkingv1alpha3.EnvoyFilter_ListenerMatch_FilterChainMatch{Sni: host, Filter: filter},
 			}},
 		}

@@ -216,7 +216,7 @@ var _ = Describe("Extension acl", Ordered, func() {
 		Expect(ef.Spec.WorkloadSelector.GetLabels()).To(Equal(gatewayLabels))
 		// Per host: remove the filter from the host's chain, then insert it first.
 		Expect(ef.Spec.ConfigPatches).To(HaveLen(2 * len(apiHosts)))
-		Expect(ef.Spec.ConfigPatches[0].Match.GetListener().GetName()).To(Equal("0.0.0.0_9443"))
+		Expect(ef.Spec.ConfigPatches[0].Match.GetListener().GetPortNumber()).To(Equal(uint32(9443)))
 		Expect(ef.Spec.ConfigPatches[0].Match.GetListener().GetFilterChain().GetSni()).To(Equal(apiHosts[0]))
 		content := toJSON(ef)
 		for _, want := range []string{`"address_prefix":"1.2.3.0"`, `"address_prefix":"2001:db8::"`, `"address_prefix":"10.1.0.0"`, `"address_prefix":"10.2.0.0"`,
@@ -355,7 +355,7 @@ var _ = Describe("Extension acl", Ordered, func() {
 			for _, p := range ef.Spec.ConfigPatches {
 				if envoy.IsInjected(p) && p.GetPatch().GetOperation() == istioapinetworkingv1alpha3.EnvoyFilter_Patch_INSERT_FIRST {
 					snis = append(snis, p.GetMatch().GetListener().GetFilterChain().GetSni())
-					g.Expect(p.GetMatch().GetListener().GetName()).To(Equal(envoy.TLSListenerName))
+					g.Expect(p.GetMatch().GetListener().GetPortNumber()).To(Equal(uint32(envoy.TLSListenerPort)))
 					g.Expect(toJSON(p)).To(ContainSubstring(`"address_prefix":"5.6.7.0"`))
 				}
 			}
