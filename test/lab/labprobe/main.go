@@ -74,7 +74,7 @@ func count(addr, file string) error {
 	if err != nil {
 		return err
 	}
-	if err := write(file, 0); err != nil {
+	if err := write(file, "0"); err != nil {
 		return err
 	}
 	buf := make([]byte, 64)
@@ -82,16 +82,16 @@ func count(addr, file string) error {
 		if _, _, err := c.ReadFrom(buf); err != nil {
 			return err
 		}
-		if err := write(file, n); err != nil {
+		if err := write(file, strconv.Itoa(n)); err != nil {
 			return err
 		}
 	}
 }
 
-// write replaces file with the count, so a reader sees a whole number.
-func write(file string, n int) error {
+// write replaces file with content, so a reader sees it whole.
+func write(file, content string) error {
 	tmp := file + ".tmp"
-	if err := os.WriteFile(tmp, []byte(strconv.Itoa(n)), 0o644); err != nil {
+	if err := os.WriteFile(tmp, []byte(content), 0o644); err != nil {
 		return err
 	}
 	return os.Rename(tmp, file)
@@ -176,14 +176,11 @@ func keep(addr, file string) error {
 	}
 }
 
+// writeStatus keeps "<echoes> <error>" in file.
 func writeStatus(file string, n int, err error) error {
 	status := strconv.Itoa(n)
 	if err != nil {
 		status += " " + err.Error()
 	}
-	tmp := file + ".tmp"
-	if werr := os.WriteFile(tmp, []byte(status), 0o644); werr != nil {
-		return werr
-	}
-	return os.Rename(tmp, file)
+	return write(file, status)
 }
