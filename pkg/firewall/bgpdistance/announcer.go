@@ -1,0 +1,190 @@
+package bgpdistance
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// Paths of FRR as Debian and metal-stack's image install it.
+const (
+	DefaultConfigPath = "/etc/frr/frr.conf"
+	DefaultVtysh      = "/usr/bin/vtysh"
+	DefaultReload     = "/usr/lib/frr/frr-reload.py"
+)
+
+// commandTimeout bounds each FRR command: a hung vtysh must not hold the agent.
+const commandTimeout = 30 * time.Second
+
+// maxOutput bounds what of a failed command's output goes into an error.
+const maxOutput = 512
+
+// Announcer keeps the distance of a Firewall announced. It is safe for use
+// by one goroutine at a time.
+type Announcer struct {
+	// ConfigPath is FRR's configuration; DefaultConfigPath when empty.
+	ConfigPath string
+	// PeerGroup is the fabric's peer group; DefaultPeerGroup when empty.
+	PeerGroup string
+	// Vtysh and Reload are FRR's programs; the defaults when empty.
+	Vtysh, Reload string
+
+	mu sync.Mutex
+	// inForce is the distance FRR runs with, -1 before the first apply.
+	inForce int
+	started bool
+}
+
+// InForce is the distance FRR runs with, if the announcer applied one.
+func (a *Announcer) InForce() (int32, bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if !a.started || a.inForce < 0 {
+		return 0, false
+	}
+	return int32(a.inForce), true
+}
+
+// Announce makes FRR announce distance: it renders the configuration,
+// checks the result with `vtysh --dryrun`, writes it in place of the old
+// (atomically, keeping its owner and mode), runs FRR's reload, which
+// applies the difference to the running daemons, and has bgpd send its
+// EVPN routes again (a soft refresh, no session reset). On any error the old
+// configuration stays on disk and in force, and the error says which step
+// failed. A distance already in force costs one read of the file.
+func (a *Announcer) Announce(ctx context.Context, distance int) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if !a.started {
+		a.started, a.inForce = true, -1
+	}
+	path := or(a.ConfigPath, DefaultConfigPath)
+	old, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Errorf("reading FRR's configuration: %w", err)
+	}
+	want, err := Render(string(old), distance, or(a.PeerGroup, DefaultPeerGroup))
+	if err != nil {
+		return fmt.Errorf("FRR's configuration %s: %w", path, err)
+	}
+	if want == string(old) && a.inForce == distance {
+		return nil
+	}
+	info, err := os.Stat(path)
+	if err != nil {
+		return err
+	}
+	tmp := filepath.Join(filepath.Dir(path), "."+filepath.Base(path)+".firewall-agent")
+	if err := writeLike(tmp, []byte(want), info); err != nil {
+		return fmt.Errorf("writing FRR's new configuration: %w", err)
+	}
+	defer os.Remove(tmp)
+	if err := a.run(ctx, or(a.Vtysh, DefaultVtysh), "--dryrun", "--inputfile", tmp); err != nil {
+		return fmt.Errorf("FRR refuses the configuration with distance %d: %w", distance, err)
+	}
+	if want != string(old) {
+		if err := os.Rename(tmp, path); err != nil {
+			return fmt.Errorf("replacing FRR's configuration: %w", err)
+		}
+	}
+	if err := a.run(ctx, or(a.Reload, DefaultReload), "--reload", path); err != nil {
+		reloadErr := fmt.Errorf("FRR's reload with distance %d: %w", distance, err)
+		// The old configuration back, on disk and, as far as FRR takes it, in force.
+		if werr := writeLike(tmp, old, info); werr == nil {
+			if rerr := os.Rename(tmp, path); rerr == nil {
+				_ = a.run(ctx, or(a.Reload, DefaultReload), "--reload", path)
+			}
+		}
+		a.inForce = -1
+		return reloadErr
+	}
+	// bgpd re-evaluates changed route-maps on its route-map timer (5 s by
+	// default); a soft refresh sends the routes with the new AS path now,
+	// without resetting a session.
+	if err := a.run(ctx, or(a.Vtysh, DefaultVtysh), "-c", "clear bgp l2vpn evpn * soft out"); err != nil {
+		a.inForce = -1
+		return fmt.Errorf("sending the routes with distance %d: %w", distance, err)
+	}
+	a.inForce = distance
+	return nil
+}
+
+func (a *Announcer) run(ctx context.Context, name string, args ...string) error {
+	ctx, cancel := context.WithTimeout(ctx, commandTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, name, args...) //nolint:gosec // FRR's own programs, from the agent's config
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Run(); err != nil {
+		msg := bytes.TrimSpace(out.Bytes())
+		if len(msg) > maxOutput {
+			msg = append(msg[:maxOutput:maxOutput], "..."...)
+		}
+		return fmt.Errorf("%s: %w: %s", filepath.Base(name), err, msg)
+	}
+	return nil
+}
+
+// writeLike writes data to path with the mode and owner of info.
+func writeLike(path string, data []byte, info os.FileInfo) error {
+	if err := os.WriteFile(path, data, info.Mode().Perm()); err != nil {
+		return err
+	}
+	if err := os.Chmod(path, info.Mode().Perm()); err != nil {
+		return err
+	}
+	if st, ok := info.Sys().(*syscall.Stat_t); ok {
+		if err := os.Chown(path, int(st.Uid), int(st.Gid)); err != nil && !errors.Is(err, os.ErrPermission) {
+			return err
+		}
+	}
+	return nil
+}
+
+func or(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}
+
+// Prepare writes distance into FRR's configuration at path unless it
+// announces one already, for the boot step: before FRR starts on a new
+// machine, so that it comes up announcing the longest distance and
+// attracts no traffic until the agent applies its Firewall's. A machine
+// that rebooted keeps the distance it last had in force. It tells whether
+// it wrote.
+func Prepare(path, peerGroup string, distance int) (bool, error) {
+	path = or(path, DefaultConfigPath)
+	old, err := os.ReadFile(path)
+	if err != nil {
+		return false, fmt.Errorf("reading FRR's configuration: %w", err)
+	}
+	if _, ok := Distance(string(old)); ok {
+		return false, nil
+	}
+	want, err := Render(string(old), distance, or(peerGroup, DefaultPeerGroup))
+	if err != nil {
+		return false, fmt.Errorf("FRR's configuration %s: %w", path, err)
+	}
+	info, err := os.Stat(path)
+	if err != nil {
+		return false, err
+	}
+	tmp := filepath.Join(filepath.Dir(path), "."+filepath.Base(path)+".firewall-agent")
+	if err := writeLike(tmp, []byte(want), info); err != nil {
+		return false, err
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		_ = os.Remove(tmp)
+		return false, err
+	}
+	return true, nil
+}

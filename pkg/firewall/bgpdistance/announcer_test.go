@@ -1,0 +1,135 @@
+package bgpdistance_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+
+	"github.com/metal-firewall/gardener-extension-firewall/pkg/firewall/bgpdistance"
+)
+
+var _ = Describe("Announcer", func() {
+	var (
+		dir, conf, calls string
+		a                *bgpdistance.Announcer
+		original         string
+	)
+	// program writes an executable that logs its arguments into calls and
+	// exits with code, printing out.
+	program := func(name string, code int, out string) string {
+		p := filepath.Join(dir, name)
+		script := "#!/bin/sh\necho \"" + name + " $*\" >>" + calls + "\necho '" + out + "'\nexit " + string(rune('0'+code)) + "\n"
+		Expect(os.WriteFile(p, []byte(script), 0o755)).To(Succeed())
+		return p
+	}
+	called := func() []string {
+		data, err := os.ReadFile(calls)
+		if os.IsNotExist(err) {
+			return nil
+		}
+		Expect(err).NotTo(HaveOccurred())
+		return strings.Split(strings.TrimSpace(string(data)), "\n")
+	}
+	inForce := func() int32 {
+		GinkgoHelper()
+		d, ok := a.InForce()
+		Expect(ok).To(BeTrue(), "a distance is in force")
+		return d
+	}
+	onDisk := func() string {
+		data, err := os.ReadFile(conf)
+		Expect(err).NotTo(HaveOccurred())
+		return string(data)
+	}
+
+	BeforeEach(func() {
+		dir = GinkgoT().TempDir()
+		conf, calls = filepath.Join(dir, "frr.conf"), filepath.Join(dir, "calls")
+		original = firewallConfigs()["frr.conf.firewall"]
+		Expect(os.WriteFile(conf, []byte(original), 0o640)).To(Succeed())
+		a = &bgpdistance.Announcer{ConfigPath: conf, Vtysh: program("vtysh", 0, ""), Reload: program("reload", 0, "")}
+	})
+
+	It("checks, writes and reloads, keeping the file's mode, and does nothing for a distance in force", func(ctx context.Context) {
+		_, ok := a.InForce()
+		Expect(ok).To(BeFalse())
+		Expect(a.Announce(ctx, 3)).To(Succeed())
+		Expect(called()).To(HaveExactElements(
+			MatchRegexp(`^vtysh --dryrun --inputfile .*/\.frr\.conf\.firewall-agent$`),
+			"reload --reload "+conf,
+			"vtysh -c clear bgp l2vpn evpn * soft out"))
+		d, _ := bgpdistance.Distance(onDisk())
+		Expect(d).To(Equal(3))
+		info, err := os.Stat(conf)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(info.Mode().Perm()).To(Equal(os.FileMode(0o640)))
+		Expect(inForce()).To(BeEquivalentTo(3))
+		Expect(filepath.Glob(filepath.Join(dir, ".frr.conf*"))).To(BeEmpty(), "no temporary file stays")
+
+		Expect(a.Announce(ctx, 3)).To(Succeed())
+		Expect(called()).To(HaveLen(3), "an unchanged distance runs nothing")
+		Expect(a.Announce(ctx, 0)).To(Succeed())
+		Expect(called()).To(HaveLen(6))
+		d, _ = bgpdistance.Distance(onDisk())
+		Expect(d).To(BeZero())
+	})
+
+	It("keeps the old configuration when FRR refuses the new one", func(ctx context.Context) {
+		Expect(a.Announce(ctx, 3)).To(Succeed())
+		before := onDisk()
+		a.Vtysh = program("vtysh", 1, "% Unknown command: set as-path prepend")
+		err := a.Announce(ctx, 8)
+		Expect(err).To(MatchError(And(ContainSubstring("FRR refuses the configuration with distance 8"), ContainSubstring("% Unknown command"))))
+		Expect(onDisk()).To(Equal(before))
+		Expect(inForce()).To(BeEquivalentTo(3), "the old distance stays in force")
+		Expect(called()).To(HaveLen(4), "no reload after the refused check")
+		Expect(called()[3]).To(HavePrefix("vtysh --dryrun"))
+	})
+
+	It("puts the old configuration back when the reload fails, and tells that none is known to be in force", func(ctx context.Context) {
+		a.Reload = program("reload", 1, "bgpd not running")
+		err := a.Announce(ctx, 2)
+		Expect(err).To(MatchError(And(ContainSubstring("FRR's reload with distance 2"), ContainSubstring("bgpd not running"))))
+		Expect(onDisk()).To(Equal(original))
+		_, ok := a.InForce()
+		Expect(ok).To(BeFalse())
+		Expect(called()).To(HaveLen(3), "check, reload, and the reload of the old configuration")
+	})
+
+	It("refuses a configuration it cannot announce on, changing nothing", func(ctx context.Context) {
+		Expect(os.WriteFile(conf, []byte("frr version 8.4\n!\nline vty\n"), 0o640)).To(Succeed())
+		Expect(a.Announce(ctx, 1)).To(MatchError(ContainSubstring("no BGP instance of the default VRF")))
+		Expect(called()).To(BeEmpty())
+		Expect(onDisk()).To(Equal("frr version 8.4\n!\nline vty\n"))
+	})
+})
+
+var _ = Describe("Prepare", func() {
+	It("writes the longest distance into a configuration without one, and keeps one that has it", func() {
+		conf := filepath.Join(GinkgoT().TempDir(), "frr.conf")
+		Expect(os.WriteFile(conf, []byte(firewallConfigs()["frr.conf.firewall"]), 0o640)).To(Succeed())
+		wrote, err := bgpdistance.Prepare(conf, "", bgpdistance.MaxDistance)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(wrote).To(BeTrue())
+		data, err := os.ReadFile(conf)
+		Expect(err).NotTo(HaveOccurred())
+		d, ok := bgpdistance.Distance(string(data))
+		Expect(ok).To(BeTrue())
+		Expect(d).To(Equal(bgpdistance.MaxDistance))
+
+		By("after a reboot, the distance last in force stays")
+		zero, err := bgpdistance.Render(string(data), 0, "")
+		Expect(err).NotTo(HaveOccurred())
+		Expect(os.WriteFile(conf, []byte(zero), 0o640)).To(Succeed())
+		wrote, err = bgpdistance.Prepare(conf, "", bgpdistance.MaxDistance)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(wrote).To(BeFalse())
+		data, err = os.ReadFile(conf)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(string(data)).To(Equal(zero))
+	})
+})
