@@ -14,7 +14,9 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/go-logr/logr"
 	"github.com/spf13/cobra"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	agentconfigv1alpha1 "github.com/metal-firewall/gardener-extension-firewall/pkg/apis/agentconfig/v1alpha1"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/firewall/agent"
@@ -109,6 +111,9 @@ func newRenderCommand() *cobra.Command {
 
 func run(ctx context.Context, opts *Options) error {
 	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
+	// The API clients' warnings (e.g. a field the seed's CRD does not know
+	// yet) go into the agent's log, not as a stack trace about a missing logger.
+	ctrllog.SetLogger(logr.FromSlogHandler(log.Handler()))
 	programmer := nftables.NewProgrammer("")
 	a := &agent.Agent{
 		ConfigPath:      opts.ConfigPath,

@@ -8,7 +8,9 @@ import (
 	"github.com/spf13/cobra"
 
 	agentconfigv1alpha1 "github.com/metal-firewall/gardener-extension-firewall/pkg/apis/agentconfig/v1alpha1"
+	firewallv1alpha1 "github.com/metal-firewall/gardener-extension-firewall/pkg/apis/firewall/v1alpha1"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/firewall/agent"
+	"github.com/metal-firewall/gardener-extension-firewall/pkg/firewall/bgpdistance"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/firewall/config"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/firewall/nftables"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/firewall/userdata"
@@ -44,8 +46,21 @@ unit's drop-ins make systemd-networkd and FRR require this step).`,
 			}
 			if configPath != "" {
 				// After the table: even a machine refused here forwards nothing.
-				if _, err := config.Load(configPath); err != nil {
+				cfg, err := config.Load(configPath)
+				if err != nil {
 					return fmt.Errorf("boot: the agent could not run: %w", err)
+				}
+				if r := cfg.Routing; r != nil {
+					// Before FRR starts: a new machine attracts no traffic
+					// until the agent applies its Firewall's distance. The
+					// agent reports an error here in its status.
+					wrote, err := bgpdistance.Prepare(r.FRRConfig, r.PeerGroup, int(firewallv1alpha1.LongestDistance))
+					switch {
+					case err != nil:
+						log.Error("boot: FRR's configuration takes no distance", "error", err)
+					case wrote:
+						log.Info("boot: FRR starts announcing the longest distance", "distance", firewallv1alpha1.LongestDistance)
+					}
 				}
 			}
 			if removeUserdata {

@@ -145,6 +145,7 @@ func AddToManager(ctx context.Context, mgr manager.Manager, opts *Options, provi
 		ProgressDeadline:    opts.ProgressDeadline,
 		CreateTimeout:       opts.CreateTimeout,
 		HealthTimeout:       opts.HealthTimeout,
+		DistanceTimeout:     opts.DistanceTimeout,
 		MaxReplacements:     opts.MaxReplacements,
 		HeartbeatTimeout:    opts.HeartbeatTimeout,
 		Workers:             opts.Workers,

@@ -47,6 +47,7 @@ type Options struct {
 	ProgressDeadline time.Duration
 	CreateTimeout    time.Duration
 	HealthTimeout    time.Duration
+	DistanceTimeout  time.Duration
 	MaxReplacements  int32
 	// RollRequestInterval is how often each shoot is asked for its owner's roll request; 0: never.
 	RollRequestInterval time.Duration
@@ -106,6 +107,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.LocalExternalNS, "local-external-netns", "fw-external", "local provider: network namespace in front of the firewalls (the internet)")
 	fs.DurationVar(&o.ProgressDeadline, "progress-deadline", firewallmanager.DefaultProgressDeadline, "how long a new FirewallSet may take to become Ready")
 	fs.DurationVar(&o.CreateTimeout, "create-timeout", firewallmanager.DefaultCreateTimeout, "how long a new Firewall whose agent never reported may take to become Ready before it is replaced (a shoot's providerConfig createTimeout overrides it)")
+	fs.DurationVar(&o.DistanceTimeout, "distance-timeout", firewallmanager.DefaultDistanceTimeout, "how long a rolling update waits, at each step, for the firewalls to announce the distance it set before it goes on without them (a shoot's providerConfig distanceTimeout overrides it)")
 	fs.DurationVar(&o.HealthTimeout, "health-timeout", firewallmanager.DefaultHealthTimeout, "how long a Firewall whose agent has reported may stay not Ready before it is replaced (a shoot's providerConfig healthTimeout overrides it)")
 	fs.Int32Var(&o.MaxReplacements, "max-replacements", firewallmanager.DefaultMaxReplacements, "how many Firewalls a FirewallSet creates in place of failed ones before it stops and reports; 0 replaces none")
 	fs.DurationVar(&o.RollRequestInterval, "roll-request-interval", firewallmanager.DefaultRollRequestInterval, "how often each shoot's FirewallMonitors are read for the owner's roll request (annotation "+firewallv1alpha1.AnnotationRollSet+"); 0 reads none")
@@ -165,7 +167,7 @@ func (o *Options) Validate() error {
 	if o.ShootAccessTokenValidity < 10*time.Minute || o.ShootAccessTokenValidity > 24*time.Hour {
 		errs = append(errs, fmt.Errorf("--shoot-access-token-validity %s must be within [10m, 24h]", o.ShootAccessTokenValidity))
 	}
-	for name, d := range map[string]time.Duration{"--create-timeout": o.CreateTimeout, "--health-timeout": o.HealthTimeout, "--firewall-ready-timeout": o.FirewallReadyTimeout} {
+	for name, d := range map[string]time.Duration{"--create-timeout": o.CreateTimeout, "--health-timeout": o.HealthTimeout, "--distance-timeout": o.DistanceTimeout, "--firewall-ready-timeout": o.FirewallReadyTimeout} {
 		if d <= 0 {
 			errs = append(errs, fmt.Errorf("%s %s must be positive", name, d))
 		}

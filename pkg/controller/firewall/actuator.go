@@ -133,7 +133,7 @@ func (a *actuator) Reconcile(ctx context.Context, log logr.Logger, ex *extension
 		want := replicas(cfg, hibernated)
 		d.Spec.Replicas = want
 		d.Spec.Selector = selector
-		d.Spec.CreateTimeout, d.Spec.HealthTimeout = cfg.CreateTimeout, cfg.HealthTimeout
+		d.Spec.CreateTimeout, d.Spec.HealthTimeout, d.Spec.DistanceTimeout = cfg.CreateTimeout, cfg.HealthTimeout, cfg.DistanceTimeout
 		d.Spec.Template = firewallv1alpha1.FirewallTemplateSpec{
 			Metadata: firewallv1alpha1.TemplateMetadata{Labels: selector},
 			Spec: firewallv1alpha1.FirewallSpec{

@@ -32,6 +32,10 @@ type Options struct {
 	// not Ready before it is replaced. Default 20m. A FirewallDeployment's
 	// spec overrides it.
 	HealthTimeout time.Duration
+	// DistanceTimeout is how long a rolling update waits, at each step, for
+	// firewalls to announce the distance it set. Default 2m. A
+	// FirewallDeployment's spec overrides it.
+	DistanceTimeout time.Duration
 	// MaxReplacements is how many Firewalls a set creates in place of failed
 	// ones before it gives up and reports; 0 (the zero value) replaces none.
 	MaxReplacements int32
@@ -63,6 +67,7 @@ const (
 	DefaultProgressDeadline = 15 * time.Minute
 	DefaultCreateTimeout    = 20 * time.Minute
 	DefaultHealthTimeout    = 20 * time.Minute
+	DefaultDistanceTimeout  = 2 * time.Minute
 	DefaultMaxReplacements  = 3
 	DefaultHeartbeatTimeout = 3 * time.Minute
 	DefaultWorkers          = 10
@@ -87,7 +92,10 @@ func AddToManager(mgr manager.Manager, opts Options) error {
 	if opts.Workers == 0 {
 		opts.Workers = DefaultWorkers
 	}
-	if err := (&firewalldeployment.Reconciler{ProgressDeadline: opts.ProgressDeadline, Workers: opts.Workers}).AddToManager(mgr); err != nil {
+	if opts.DistanceTimeout == 0 {
+		opts.DistanceTimeout = DefaultDistanceTimeout
+	}
+	if err := (&firewalldeployment.Reconciler{ProgressDeadline: opts.ProgressDeadline, DistanceTimeout: opts.DistanceTimeout, Workers: opts.Workers}).AddToManager(mgr); err != nil {
 		return err
 	}
 	if err := (&firewallset.Reconciler{

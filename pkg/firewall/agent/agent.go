@@ -15,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	agentconfigv1alpha1 "github.com/metal-firewall/gardener-extension-firewall/pkg/apis/agentconfig/v1alpha1"
+	"github.com/metal-firewall/gardener-extension-firewall/pkg/firewall/bgpdistance"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/firewall/config"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/firewall/dnsproxy"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/firewall/metalsource"
@@ -81,6 +82,9 @@ type Agent struct {
 	// saved for the boot step (see Boot), and where Run finds the ruleset
 	// to install when it starts and the kernel holds no table of its own.
 	LastGoodPath string
+	// Vtysh and FRRReload, if set, replace FRR's programs the distance is
+	// checked and applied with (tests).
+	Vtysh, FRRReload string
 	// NFLogNetNS, if set, is the network namespace whose logged packets
 	// the drop log reads (tests, where the Applier programs another
 	// namespace); the agent's own otherwise.
@@ -120,6 +124,8 @@ type Agent struct {
 	// devices are the interfaces of the config last applied, whose counters
 	// scrapes and the FirewallMonitor report.
 	devices atomic.Pointer[deviceSet]
+	// announcer announces the Firewall's distance, when the config has routing.
+	announcer *bgpdistance.Announcer
 	// internalMetrics serves the metrics on the internal address (config
 	// metrics), guarded by the table's input rules.
 	internalMetrics *metricsServer

@@ -68,6 +68,7 @@ func (a *Agent) writeMonitor(ctx context.Context, cfg *agentconfigv1alpha1.Confi
 		Message:       message,
 		Conditions:    slices.Clone(a.monitor.conditions),
 	}
+	status.DistanceSupported, status.Distance = a.distanceStatus()
 	if r, ok := a.Applier.(metrics.CounterReader); ok {
 		counters, err := r.RuleCounters(ruleset.TableName)
 		if err != nil {

@@ -44,10 +44,11 @@ type sourceState struct {
 func (a *Agent) syncSources(ctx context.Context, src *seedsource.Source, cfg *agentconfigv1alpha1.Config) {
 	r := a.readSources(ctx, src, cfg)
 	applyErr := a.applySources(cfg, r)
+	distanceErr := a.announceDistance(ctx, cfg, r.seed.fw)
 	if c := cfg.Controllers.Firewall; c != nil && c.Source == agentconfigv1alpha1.SourceSeed {
 		a.offerUpdate(ctx, cfg, r.seed.fw)
 	}
-	a.reportSources(ctx, cfg, r, applyErr)
+	a.reportSources(ctx, cfg, r, applyErr, distanceErr)
 	// After the heartbeat, which tells that the agent is switching.
 	a.switchUpdate()
 }
@@ -105,10 +106,10 @@ func (a *Agent) applySources(cfg *agentconfigv1alpha1.Config, r *round) error {
 // reportSources tells the sources how the round went: the heartbeat to the
 // seed, the policies' states (only once they are in force) and the
 // FirewallMonitor to the shoot.
-func (a *Agent) reportSources(ctx context.Context, cfg *agentconfigv1alpha1.Config, r *round, applyErr error) {
+func (a *Agent) reportSources(ctx context.Context, cfg *agentconfigv1alpha1.Config, r *round, applyErr, distanceErr error) {
 	message := ""
-	if applyErr != nil {
-		message = applyErr.Error()
+	if err := errors.Join(applyErr, distanceErr); err != nil {
+		message = err.Error()
 	}
 	// What the sources hold is in force: applied, and every source answered.
 	inForce := applyErr == nil && a.ready(cfg)
@@ -119,8 +120,9 @@ func (a *Agent) reportSources(ctx context.Context, cfg *agentconfigv1alpha1.Conf
 		// The Firewall read this round is what the ruleset in force was built from.
 		a.appliedGeneration = r.seed.fw.Generation
 	}
+	supported, distance := a.distanceStatus()
 	r.seed.report(ctx, a.Log, seedsource.Heartbeat{Message: message, LastShootRun: a.lastShootRun,
-		AppliedGeneration: a.appliedGeneration, SelfUpdate: a.updateStatus()})
+		AppliedGeneration: a.appliedGeneration, SelfUpdate: a.updateStatus(), DistanceSupported: supported, Distance: distance})
 	if inForce {
 		r.policies.report(ctx, a.Log, a.fqdnStatus)
 	}

@@ -162,6 +162,10 @@ type Heartbeat struct {
 	AppliedGeneration int64
 	// SelfUpdate is the self-update's state, nil without self-update.
 	SelfUpdate *fwv1alpha1.SelfUpdateStatus
+	// DistanceSupported tells that the agent announces a distance, and
+	// Distance is the one in force (nil before the first).
+	DistanceSupported bool
+	Distance          *int32
 }
 
 // Heartbeat writes the agent's status: version, the time of this run and hb.
@@ -171,7 +175,8 @@ func (s *Source) Heartbeat(ctx context.Context, fw *fwv1alpha1.Firewall, hb Hear
 	}
 	patch := client.MergeFrom(fw.DeepCopy())
 	fw.Status.AgentStatus = &fwv1alpha1.AgentStatus{Version: s.Version, LastRunAgainstSeed: &metav1.Time{Time: s.now()}, LastRunAgainstShoot: hb.LastShootRun,
-		Message: hb.Message, AppliedGeneration: hb.AppliedGeneration, SelfUpdate: hb.SelfUpdate}
+		Message: hb.Message, AppliedGeneration: hb.AppliedGeneration, SelfUpdate: hb.SelfUpdate,
+		DistanceSupported: hb.DistanceSupported, Distance: hb.Distance}
 	return s.client.Status().Patch(ctx, fw, patch)
 }
 

@@ -110,6 +110,13 @@ func setMetalStackMonitor(u *unstructured.Unstructured, fw *fwv1alpha1.Firewall,
 	if status.Message != "" {
 		controller["message"] = status.Message
 	}
+	// firewall-controller-manager's FirewallDistance (uint8); 0 is omitted, as it omits it.
+	if status.DistanceSupported {
+		controller["distanceSupported"] = true
+	}
+	if status.Distance != nil && *status.Distance > 0 {
+		controller["distance"] = int64(*status.Distance)
+	}
 	if status.LastHeartbeat != nil {
 		controller["lastRun"] = timeString(status.LastHeartbeat)
 	}

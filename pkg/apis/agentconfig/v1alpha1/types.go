@@ -35,6 +35,8 @@ type Config struct {
 	// Metrics serves the agent's metrics on its internal address, for the
 	// shoot's Prometheus.
 	Metrics *Metrics `json:"metrics,omitempty"`
+	// Routing announces the Firewall's distance to the fabric through FRR.
+	Routing *Routing `json:"routing,omitempty"`
 }
 
 // Network is one metal network the machine is attached to. On a metal-stack

@@ -39,6 +39,7 @@ func Validate(cfg *agentconfigv1alpha1.Config, dir string) field.ErrorList {
 	allErrs = append(allErrs, validation.ValidateDNSProxy(cfg.DNS, field.NewPath("dns"))...)
 	allErrs = append(allErrs, validateDropLog(cfg)...)
 	allErrs = append(allErrs, validateMetrics(cfg)...)
+	allErrs = append(allErrs, validateRouting(cfg)...)
 	return fielderrors.Bound(allErrs, field.NewPath("config"))
 }
 

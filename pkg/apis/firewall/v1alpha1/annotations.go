@@ -32,6 +32,10 @@ const (
 	// AnnotationRevision on a FirewallSet is its revision number within its
 	// FirewallDeployment, counting from 1.
 	AnnotationRevision = GroupName + "/revision"
+	// AnnotationDistanceSince on a FirewallSet is when the manager last
+	// changed its distance (RFC 3339): the wait for its firewalls to announce
+	// the new one counts from then (distanceTimeout).
+	AnnotationDistanceSince = GroupName + "/distance-since"
 	// AnnotationAgentKey on a Firewall is the public key (PKIX DER, base64)
 	// of its agent's identity, pinned by the CSR approver when it approves the
 	// first certificate: renewals must carry this key, and a bootstrap
@@ -65,6 +69,11 @@ const (
 	ConditionAvailable = "Available"
 	// ConditionProgressing: a rollout is under way and within its deadline.
 	ConditionProgressing = "Progressing"
+	// ConditionDistanceInForce: every firewall of a rolling update announces
+	// the distance the manager set, so traffic is where the manager put it.
+	// False while the roll waits for firewalls to announce a new distance
+	// (the message names them), or when it went on after distanceTimeout.
+	ConditionDistanceInForce = "DistanceInForce"
 )
 
 // Condition types of a FirewallSet.

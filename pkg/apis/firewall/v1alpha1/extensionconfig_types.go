@@ -62,6 +62,12 @@ type FirewallExtensionConfig struct {
 	// --health-timeout when unset.
 	// +optional
 	HealthTimeout *metav1.Duration `json:"healthTimeout,omitempty"`
+	// DistanceTimeout is how long a rolling update waits, at each step, for
+	// the firewalls to announce the distance it set before it goes on
+	// without them. Between 1m and 24h; the operator's --distance-timeout
+	// when unset.
+	// +optional
+	DistanceTimeout *metav1.Duration `json:"distanceTimeout,omitempty"`
 	// DNS turns on the agent's DNS proxy, which enforces the policies'
 	// toFQDNs: without it they allow nothing. It goes into the agent's
 	// config, so a change rolls the firewall.

@@ -216,6 +216,16 @@ type AgentStatus struct {
 	// has controllers.firewall.selfUpdate.
 	// +optional
 	SelfUpdate *SelfUpdateStatus `json:"selfUpdate,omitempty"`
+	// DistanceSupported tells that the agent announces the Firewall's
+	// distance to the fabric (its config has routing); the manager then waits
+	// for Distance before it moves traffic onto or away from the firewall.
+	// +optional
+	DistanceSupported bool `json:"distanceSupported,omitempty"`
+	// Distance is the distance the firewall announces (AS-path prepends in
+	// force in its FRR), nil until one is. It lags behind spec.distance while
+	// the new one is not (or cannot be) applied; Message then says why.
+	// +optional
+	Distance *int32 `json:"distance,omitempty"`
 }
 
 // SelfUpdateStatus tells what the agent's self-update did with the wanted

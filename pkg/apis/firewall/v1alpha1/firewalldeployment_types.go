@@ -54,7 +54,8 @@ type FirewallDeploymentSpec struct {
 }
 
 // FirewallTimeouts say when a Firewall that is not Ready is replaced; the
-// manager's defaults (--create-timeout, --health-timeout) apply when unset.
+// manager's defaults (--create-timeout, --health-timeout, --distance-timeout)
+// apply when unset.
 // Changing them rolls no firewall.
 type FirewallTimeouts struct {
 	// CreateTimeout is how long a Firewall whose agent never reported may
@@ -65,6 +66,11 @@ type FirewallTimeouts struct {
 	// not Ready before it is replaced.
 	// +optional
 	HealthTimeout *metav1.Duration `json:"healthTimeout,omitempty"`
+	// DistanceTimeout is how long a rolling update waits, at each of its
+	// steps, for the firewalls to announce the distance it set (their agents
+	// report it) before it goes on without them.
+	// +optional
+	DistanceTimeout *metav1.Duration `json:"distanceTimeout,omitempty"`
 }
 
 // FirewallDeploymentStatus reports the rollout.

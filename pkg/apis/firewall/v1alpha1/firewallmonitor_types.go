@@ -74,6 +74,13 @@ type FirewallMonitorStatus struct {
 	// (address:port), empty when it does not.
 	// +optional
 	MetricsAddress string `json:"metricsAddress,omitempty"`
+	// DistanceSupported tells that the firewall announces its distance to
+	// the fabric, and Distance is the one in force (see the Firewall's
+	// status.agentStatus).
+	// +optional
+	DistanceSupported bool `json:"distanceSupported,omitempty"`
+	// +optional
+	Distance *int32 `json:"distance,omitempty"`
 	// Conditions are Ready, SeedConnected and ShootConnected.
 	// +optional
 	// +listType=map

@@ -61,7 +61,7 @@ func ValidateFirewallExtensionConfig(cfg *firewallv1alpha1.FirewallExtensionConf
 			[]firewallv1alpha1.UpdateStrategy{firewallv1alpha1.StrategyRollingUpdate, firewallv1alpha1.StrategyRecreate}))
 	}
 	// A shoot owner's timeout below a minute would replace firewalls that are still booting.
-	allErrs = append(allErrs, validateTimeouts(firewallv1alpha1.FirewallTimeouts{CreateTimeout: cfg.CreateTimeout, HealthTimeout: cfg.HealthTimeout},
+	allErrs = append(allErrs, validateTimeouts(firewallv1alpha1.FirewallTimeouts{CreateTimeout: cfg.CreateTimeout, HealthTimeout: cfg.HealthTimeout, DistanceTimeout: cfg.DistanceTimeout},
 		MinShootTimeout, fldPath)...)
 	allErrs = append(allErrs, ValidateDNSProxy(cfg.DNS, fldPath.Child("dns"))...)
 	allErrs = append(allErrs, ValidateAgentMetrics(cfg.Metrics, cfg.DNS, fldPath.Child("metrics"))...)

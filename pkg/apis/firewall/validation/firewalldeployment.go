@@ -40,7 +40,7 @@ func ValidateFirewallSet(s *firewallv1alpha1.FirewallSet) field.ErrorList {
 // validateTimeouts checks that each timeout set lies within [lowest, MaxTimeout].
 func validateTimeouts(t firewallv1alpha1.FirewallTimeouts, lowest time.Duration, fldPath *field.Path) field.ErrorList {
 	var allErrs field.ErrorList
-	for name, d := range map[string]*metav1.Duration{"createTimeout": t.CreateTimeout, "healthTimeout": t.HealthTimeout} {
+	for name, d := range map[string]*metav1.Duration{"createTimeout": t.CreateTimeout, "healthTimeout": t.HealthTimeout, "distanceTimeout": t.DistanceTimeout} {
 		if d != nil && (d.Duration < lowest || d.Duration > MaxTimeout) {
 			allErrs = append(allErrs, field.Invalid(fldPath.Child(name), d.Duration.String(), fmt.Sprintf("must be within [%s, %s]", lowest, MaxTimeout)))
 		}

@@ -13,6 +13,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -39,6 +40,12 @@ type Reconciler struct {
 	// ProgressDeadline is how long a new set may take to become Ready before
 	// the rollout is reported as failed; the old set stays meanwhile.
 	ProgressDeadline time.Duration
+	// DistanceTimeout is how long each step of a rolling update waits for
+	// the firewalls to announce the distance it set; a deployment's
+	// spec.distanceTimeout overrides it.
+	DistanceTimeout time.Duration
+	// Recorder records the Events of a roll that goes on without a distance.
+	Recorder events.EventRecorder
 }
 
 // AddToManager registers the controller.
@@ -48,6 +55,9 @@ func (r *Reconciler) AddToManager(mgr manager.Manager) error {
 	}
 	if r.Clock == nil {
 		r.Clock = clock.RealClock{}
+	}
+	if r.Recorder == nil {
+		r.Recorder = mgr.GetEventRecorder("firewalldeployment")
 	}
 	return builder.ControllerManagedBy(mgr).Named("firewalldeployment").WithOptions(controller.Options{MaxConcurrentReconciles: r.Workers}).
 		For(&firewallv1alpha1.FirewallDeployment{}).
@@ -121,24 +131,66 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	}
 
 	rolledOut := current.Status.ObservedGeneration == current.Generation && current.Status.ReadyReplicas >= d.Spec.Replicas
-	// Once Ready, the set takes the shortest distance, and only then do
-	// the old sets go: routes never get longer than the old ones'.
+	var leaving []*firewallv1alpha1.FirewallSet
+	for _, s := range old {
+		if s.DeletionTimestamp == nil {
+			leaving = append(leaving, s)
+		}
+	}
+	// Make before break, once the new set is Ready: the old sets take the
+	// longest distance, so traffic moves to the new set (3); once they
+	// announce it, the new set takes the shortest; once it announces that,
+	// the old sets go. Traffic moves once, and never onto a set that is not
+	// Ready or away from one that still announces the shortest routes.
 	distance := current.Spec.Distance
+	var steps []rollStep
+	waiting := false
 	if rolledOut {
 		distance = firewallv1alpha1.ShortestDistance
+		if len(leaving) > 0 {
+			if err := r.setOldDistance(ctx, leaving); err != nil {
+				return reconcile.Result{}, err
+			}
+			step, err := r.awaitDistance(ctx, d, "the old sets take the longest distance", leaving)
+			if err != nil {
+				return reconcile.Result{}, err
+			}
+			steps, waiting = append(steps, step), step.waiting
+			if waiting {
+				distance = current.Spec.Distance
+			}
+		}
 	}
 	if err := r.updateSet(ctx, d, current, distance); err != nil {
 		return reconcile.Result{}, err
 	}
-	if rolledOut && len(old) > 0 {
-		// RollingUpdate: the old set goes only now that the new one is Ready.
-		if err := r.deleteSets(ctx, old); err != nil {
+	if rolledOut && len(leaving) > 0 && !waiting {
+		step, err := r.awaitDistance(ctx, d, "the new set takes the shortest distance", []*firewallv1alpha1.FirewallSet{current})
+		if err != nil {
 			return reconcile.Result{}, err
+		}
+		steps, waiting = append(steps, step), step.waiting
+		if !waiting {
+			// RollingUpdate: the old sets go only now that traffic left them.
+			if err := r.deleteSets(ctx, old); err != nil {
+				return reconcile.Result{}, err
+			}
 		}
 	}
 
 	var requeue time.Duration
-	err = r.patchStatus(ctx, d, func() { requeue = r.updateStatus(d, current, ownedSets, maxRevision, rolledOut) })
+	err = r.patchStatus(ctx, d, func() {
+		requeue = r.updateStatus(d, current, ownedSets, maxRevision, rolledOut)
+		if len(steps) == 0 {
+			steps = append(steps, rollStep{})
+		}
+		for _, step := range steps {
+			step.report(d, rolledOut)
+		}
+	})
+	if waiting && (requeue == 0 || requeue > distancePoll) {
+		requeue = distancePoll
+	}
 	return reconcile.Result{RequeueAfter: requeue}, err
 }
 
@@ -205,10 +257,11 @@ func (r *Reconciler) updateSet(ctx context.Context, d *firewallv1alpha1.Firewall
 	if equality.Semantic.DeepEqual(want, set.Spec) {
 		return nil
 	}
+	patch := client.MergeFrom(set.DeepCopy())
 	if want.Distance != set.Spec.Distance {
 		log.FromContext(ctx).Info("Changing the distance of FirewallSet", "firewallset", set.Name, "from", set.Spec.Distance, "to", want.Distance)
+		r.markDistance(set, want.Distance)
 	}
-	patch := client.MergeFrom(set.DeepCopy())
 	set.Spec = want
 	return r.Client.Patch(ctx, set, patch)
 }

@@ -16,16 +16,17 @@ import (
 // agent's own bound).
 const maxAgentConfigBytes = 32 << 20
 
-// WithNetworks returns the userdata with the agent config's networks
+// WithMachine returns the userdata with the agent config's networks
 // (network ID -> interface) set to what the provider knows of the machine,
-// so that SNAT rules and rate limits may name networks on a real machine.
-// Entries of the config for networks the provider does not know stay. The
-// files are not changed in place; without an agent config they are returned
-// as they are.
-func WithNetworks(files []File, networks []agentconfigv1alpha1.Network) ([]File, error) {
+// so that SNAT rules and rate limits may name networks on a real machine,
+// and with routing, when the machine announces routes through FRR (the
+// agent then announces its Firewall's distance). Entries of the config for
+// networks the provider does not know stay. The files are not changed in
+// place; without an agent config they are returned as they are.
+func WithMachine(files []File, networks []agentconfigv1alpha1.Network, routing *agentconfigv1alpha1.Routing) ([]File, error) {
 	out := slices.Clone(files)
 	for i, f := range out {
-		if f.Path != agentconfigv1alpha1.ConfigPath || len(networks) == 0 {
+		if f.Path != agentconfigv1alpha1.ConfigPath || (len(networks) == 0 && routing == nil) {
 			continue
 		}
 		cfg := &agentconfigv1alpha1.Config{}
@@ -40,6 +41,9 @@ func WithNetworks(files []File, networks []agentconfigv1alpha1.Network) ([]File,
 		}
 		slices.SortFunc(merged, func(a, b agentconfigv1alpha1.Network) int { return strings.Compare(a.ID, b.ID) })
 		cfg.Networks = merged
+		if routing != nil {
+			cfg.Routing = routing
+		}
 		data, err := yaml.Marshal(cfg)
 		if err != nil {
 			return nil, err

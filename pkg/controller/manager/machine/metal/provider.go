@@ -21,6 +21,7 @@ import (
 	"github.com/metal-stack/metal-go/api/models"
 	"k8s.io/utils/ptr"
 
+	agentconfigv1alpha1 "github.com/metal-firewall/gardener-extension-firewall/pkg/apis/agentconfig/v1alpha1"
 	firewallv1alpha1 "github.com/metal-firewall/gardener-extension-firewall/pkg/apis/firewall/v1alpha1"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/controller/manager/machine"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/utils/metalclient"
@@ -123,7 +124,7 @@ func (p *Provider) Find(ctx context.Context, fw *firewallv1alpha1.Firewall) (*ma
 
 // Create allocates a firewall in one call: size, image, partition, project,
 // networks, hostname, SSH keys, the tags that name the Firewall, the
-// Ignition userdata (with the agent config's networks, the agent's units and,
+// Ignition userdata (with the agent config's networks and routing, the agent's units and,
 // with agentSHA512, the agent's download) and the initial rules. An answer
 // of the metal-api that refuses (4xx) is a plain error; no answer, a timeout
 // or a 5xx may have allocated it (machine.InDoubtError).
@@ -132,7 +133,9 @@ func (p *Provider) Create(ctx context.Context, fw *firewallv1alpha1.Firewall, us
 	if err != nil {
 		return nil, err
 	}
-	if userdata, err = machine.WithNetworks(userdata, attached.networks); err != nil {
+	// metal-stack's firewall announces the shoot's routes with FRR: the
+	// agent announces its distance there.
+	if userdata, err = machine.WithMachine(userdata, attached.networks, &agentconfigv1alpha1.Routing{}); err != nil {
 		return nil, err
 	}
 	setup := Setup{DefaultRouteVRF: attached.defaultRouteVRF}

@@ -106,6 +106,7 @@ var _ = Describe("Provider", func() {
 			agentconfigv1alpha1.Network{ID: metalapi.Internet, Interface: "vrf104009", OutInterface: "vlan104009"},
 			agentconfigv1alpha1.Network{ID: metalapi.PrivateNetwork(project), Interface: "vrf3981", OutInterface: "vlan3981"}))
 		Expect(cfg.Sources.Seed).NotTo(BeNil(), "the rest of the config stays")
+		Expect(cfg.Routing).To(Equal(&agentconfigv1alpha1.Routing{}), "the agent announces its distance through the machine's FRR")
 	})
 
 	It("finds the machine by its ID, and by its tags when the status lost the ID; never one that was freed", func(ctx SpecContext) {

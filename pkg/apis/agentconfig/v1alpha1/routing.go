@@ -1,0 +1,15 @@
+package v1alpha1
+
+// Routing makes the agent announce its Firewall's distance (spec.distance)
+// to the switch fabric through the machine's FRR: an AS-path prepend per
+// step on the EVPN routes it announces to the fabric's peer group. It needs
+// the firewall controller reading the seed (where the distance is set).
+// Without it the agent reports that it cannot announce a distance.
+type Routing struct {
+	// FRRConfig is FRR's configuration file the agent writes the distance
+	// into; /etc/frr/frr.conf when empty.
+	FRRConfig string `json:"frrConfig,omitempty"`
+	// PeerGroup is the BGP peer group of the fabric in that file; FABRIC
+	// (os-installer's) when empty.
+	PeerGroup string `json:"peerGroup,omitempty"`
+}
