@@ -20,8 +20,9 @@ func (a *Agent) announceDistance(ctx context.Context, cfg *agentconfigv1alpha1.C
 		return nil
 	}
 	if a.announcer == nil || a.announcer.ConfigPath != r.FRRConfig || a.announcer.PeerGroup != r.PeerGroup {
-		a.announcer = &bgpdistance.Announcer{ConfigPath: r.FRRConfig, PeerGroup: r.PeerGroup, Vtysh: a.Vtysh, Reload: a.FRRReload}
+		a.announcer = &bgpdistance.Announcer{ConfigPath: r.FRRConfig, PeerGroup: r.PeerGroup}
 	}
+	a.announcer.Vtysh, a.announcer.Reload = a.Vtysh, a.FRRReload
 	if fw == nil {
 		return nil
 	}

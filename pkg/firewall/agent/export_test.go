@@ -16,3 +16,9 @@ var (
 var ReadDevices = func(cfg *agentconfigv1alpha1.Config, read func([]string) ([]netdev.Stats, error)) ([]fwv1alpha1.DeviceStatistics, error) {
 	return devicesOf(cfg).read(read)
 }
+
+// AnnounceDistance and DistanceStatus are the agent's distance, for the tests.
+var (
+	AnnounceDistance = (*Agent).announceDistance
+	DistanceStatus   = (*Agent).distanceStatus
+)

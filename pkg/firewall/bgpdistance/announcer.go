@@ -20,8 +20,10 @@ const (
 	DefaultReload     = "/usr/lib/frr/frr-reload.py"
 )
 
-// commandTimeout bounds each FRR command: a hung vtysh must not hold the agent.
-const commandTimeout = 30 * time.Second
+// commandTimeout bounds each FRR command: a hung vtysh must not hold the
+// agent. frr-reload.py takes seconds on a machine, up to 40 s in the
+// emulated lab.
+const commandTimeout = 2 * time.Minute
 
 // maxOutput bounds what of a failed command's output goes into an error.
 const maxOutput = 512

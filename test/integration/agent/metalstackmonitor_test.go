@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	agentconfigv1alpha1 "github.com/metal-firewall/gardener-extension-firewall/pkg/apis/agentconfig/v1alpha1"
@@ -33,8 +34,9 @@ var _ = Describe("firewall agent's FirewallMonitor of metal-stack's format", fun
 	It("creates one the real firewall.metal-stack.io/v2 CRD accepts, as the agent's shoot identity, and writes nothing where the shoot lacks the kind", func(ctx SpecContext) {
 		now := metav1.Now()
 		status := fwv1alpha1.FirewallMonitorStatus{AgentVersion: "v1.2.3", LastHeartbeat: &now,
-			Counters: []fwv1alpha1.RuleCounter{{Name: "drop", Packets: 3, Bytes: 180}},
-			Devices:  []fwv1alpha1.DeviceStatistics{{Name: "vrf3981", Internal: true, RxBytes: 2000, TxBytes: 200}}}
+			Counters:          []fwv1alpha1.RuleCounter{{Name: "drop", Packets: 3, Bytes: 180}},
+			Devices:           []fwv1alpha1.DeviceStatistics{{Name: "vrf3981", Internal: true, RxBytes: 2000, TxBytes: 200}},
+			DistanceSupported: true, Distance: ptr.To[int32](3)}
 
 		for _, withKind := range []bool{true, false} {
 			var crds []string
@@ -61,6 +63,9 @@ var _ = Describe("firewall agent's FirewallMonitor of metal-stack's format", fun
 				HaveKeyWithValue("allocationTimestamp", "2026-11-01T10:00:00Z"))))
 			Expect(got.Object).To(HaveKeyWithValue("conditions", ConsistOf(And(HaveKeyWithValue("type", "Ready"), HaveKeyWithValue("status", "True"),
 				HaveKeyWithValue("lastUpdateTime", "2026-11-01T10:00:00Z")))))
+			// The real CRD prunes a field it does not know: these are the names
+			// firewall-controller-manager reads.
+			Expect(got.Object).To(HaveKeyWithValue("controllerStatus", And(HaveKeyWithValue("distance", BeEquivalentTo(3)), HaveKeyWithValue("distanceSupported", true))))
 			Expect(got.Object).To(HaveKeyWithValue("controllerStatus", And(HaveKeyWithValue("controllerVersion", "v1.2.3"),
 				HaveKeyWithValue("stats", HaveKeyWithValue("rules", HaveKeyWithValue("counted", HaveKeyWithValue("drop",
 					HaveKeyWithValue("counter", And(HaveKeyWithValue("packets", BeNumerically("==", 3)), HaveKeyWithValue("bytes", BeNumerically("==", 180)))))))))))

@@ -1,0 +1,86 @@
+package agent_test
+
+import (
+	"context"
+	"log/slog"
+	"os"
+	"path/filepath"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+
+	agentconfigv1alpha1 "github.com/metal-firewall/gardener-extension-firewall/pkg/apis/agentconfig/v1alpha1"
+	fwv1alpha1 "github.com/metal-firewall/gardener-extension-firewall/pkg/apis/firewall/v1alpha1"
+	"github.com/metal-firewall/gardener-extension-firewall/pkg/firewall/agent"
+)
+
+const frrConf = `frr version 8.4
+router bgp 4200000001
+ neighbor FABRIC peer-group
+ neighbor FABRIC remote-as external
+ !
+ address-family l2vpn evpn
+  neighbor FABRIC activate
+  advertise-all-vni
+ exit-address-family
+!
+line vty
+`
+
+var _ = Describe("The distance the agent announces", func() {
+	var (
+		dir string
+		a   *agent.Agent
+		cfg *agentconfigv1alpha1.Config
+	)
+	program := func(name, exit string) string {
+		p := filepath.Join(dir, name)
+		Expect(os.WriteFile(p, []byte("#!/bin/sh\necho refused by "+name+"\nexit "+exit+"\n"), 0o755)).To(Succeed())
+		return p
+	}
+	firewall := func(distance int32) *fwv1alpha1.Firewall {
+		return &fwv1alpha1.Firewall{Spec: fwv1alpha1.FirewallSpec{Distance: distance}}
+	}
+	BeforeEach(func() {
+		dir = GinkgoT().TempDir()
+		Expect(os.WriteFile(filepath.Join(dir, "frr.conf"), []byte(frrConf), 0o640)).To(Succeed())
+		a = &agent.Agent{Log: slog.New(slog.NewTextHandler(GinkgoWriter, nil)), Vtysh: program("vtysh", "0"), FRRReload: program("reload", "0")}
+		cfg = &agentconfigv1alpha1.Config{Routing: &agentconfigv1alpha1.Routing{FRRConfig: filepath.Join(dir, "frr.conf")}}
+	})
+
+	It("is not announced without routing, and says so", func(ctx context.Context) {
+		Expect(agent.AnnounceDistance(a, ctx, &agentconfigv1alpha1.Config{}, firewall(3))).To(Succeed())
+		supported, d := agent.DistanceStatus(a)
+		Expect(supported).To(BeFalse())
+		Expect(d).To(BeNil())
+	})
+
+	It("reports the distance in force, keeps it when the seed is not read, and keeps the old one when FRR refuses the new", func(ctx context.Context) {
+		supported, d := agent.DistanceStatus(a)
+		Expect(supported).To(BeFalse(), "before the first round")
+		Expect(agent.AnnounceDistance(a, ctx, cfg, nil)).To(Succeed())
+		supported, d = agent.DistanceStatus(a)
+		Expect(supported).To(BeTrue())
+		Expect(d).To(BeNil(), "none in force before the Firewall was read")
+
+		Expect(agent.AnnounceDistance(a, ctx, cfg, firewall(3))).To(Succeed())
+		_, d = agent.DistanceStatus(a)
+		Expect(d).To(HaveValue(BeEquivalentTo(3)))
+		data, err := os.ReadFile(cfg.Routing.FRRConfig)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(string(data)).To(ContainSubstring(" set as-path prepend 4200000001 4200000001 4200000001\n"))
+
+		Expect(agent.AnnounceDistance(a, ctx, cfg, nil)).To(Succeed())
+		_, d = agent.DistanceStatus(a)
+		Expect(d).To(HaveValue(BeEquivalentTo(3)), "the seed did not answer: the distance in force stays")
+
+		a.Vtysh = program("vtysh-refusing", "1")
+		err = agent.AnnounceDistance(a, ctx, cfg, firewall(8))
+		Expect(err).To(MatchError(And(ContainSubstring("announcing distance 8: FRR refuses the configuration"), ContainSubstring("refused by vtysh-refusing"))))
+		after, err := os.ReadFile(cfg.Routing.FRRConfig)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(after).To(Equal(data), "the old configuration stays")
+		_, d = agent.DistanceStatus(a)
+		Expect(d).To(HaveValue(BeEquivalentTo(3)), "and the old distance is reported")
+	})
+})
