@@ -81,6 +81,13 @@ var _ = Describe("Firewall machines in the lab", Ordered, func() {
 		return fmt.Appendf(nil, `{"size":%q,"image":%q,"partition":"partition-a","project":%q,"networks":[%q,%q],"internalPrefixes":["10.10.0.0/16"],"dns":{"upstreams":[%q]}%s}`,
 			metalapi.Size, image, project, metalapi.PrivateNetwork(project), metalapi.Internet, lab.HostAddress, extra)
 	}
+	firewallOrNil := func(ctx context.Context, name string) *firewallv1alpha1.Firewall {
+		fw := &firewallv1alpha1.Firewall{}
+		if err := cSeed.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, fw); err != nil {
+			return nil
+		}
+		return fw
+	}
 	firewalls := func(ctx context.Context) []firewallv1alpha1.Firewall {
 		GinkgoHelper()
 		fws, err := framework.Firewalls(ctx, cSeed, namespace)
@@ -122,6 +129,9 @@ var _ = Describe("Firewall machines in the lab", Ordered, func() {
 		_, err := l.Run(ctx, fmt.Sprintf("ip netns exec node timeout 5 bash -c '</dev/tcp/%s/7000'", lab.HostAddress))
 		return err
 	}
+
+	env := &labEnv{namespace: namespace, recipeImage: recipeImage, stockImage: stockImage,
+		firewalls: firewalls, firewallOrNil: firewallOrNil, readyOn: readyOn, machineOf: machineOf, exec: exec, providerConfig: providerConfig}
 
 	BeforeAll(func(ctx SpecContext) {
 		share := GinkgoT().TempDir()
@@ -215,6 +225,8 @@ var _ = Describe("Firewall machines in the lab", Ordered, func() {
 		Expect(err).NotTo(HaveOccurred())
 		DeferCleanup(func() { Expect(stop()).To(Succeed()) })
 		Expect(framework.ShootNamespace{Name: namespace, Shoot: shoot}.Create(ctx, cSeed)).To(Succeed())
+		env.l, env.probes, env.cSeed, env.cShoot, env.hw = l, probes, cSeed, cShoot, hw
+		env.extension = func() *extensionsv1alpha1.Extension { return ex }
 	}, NodeTimeout(10*time.Minute))
 
 	AfterAll(func() {
@@ -423,6 +435,11 @@ var _ = Describe("Firewall machines in the lab", Ordered, func() {
 		flowing(lab.ToHostAllowed)
 		Expect(probes.Forbidden()).To(Succeed())
 	})
+
+	// The distance: a rolling update and failures of the serving firewall,
+	// measured with the streams (distance_test.go).
+	distanceSpecs(env)
+	failureSpecs(env)
 
 	It("keeps a machine whose agent config is corrupt off the fabric", func(ctx SpecContext) {
 		cfg := []byte("sources: {static: {firewall: {internalPrefixes: [10.10.0.0/16]}}\ncontrollers: {firewall: {source: static}}\nunknownField: true\n")

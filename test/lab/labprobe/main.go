@@ -8,6 +8,8 @@
 //	labprobe resolve SERVER NAME  asks SERVER (UDP) for NAME's addresses and prints them, one a line
 //	labprobe keep ADDR FILE       keeps one TCP connection to an echo server, one echo a second, and
 //	                              keeps "<echoes> <error>" in FILE; it never reconnects
+//	labprobe stream-send ADDR RATE  sends RATE numbered packets a second to ADDR over 16 flows
+//	labprobe stream-recv ADDR FILE  receives such a stream and keeps its report (JSON) in FILE
 package main
 
 import (
@@ -21,11 +23,13 @@ import (
 	"os"
 	"strconv"
 	"time"
+
+	"github.com/metal-firewall/gardener-extension-firewall/test/lab/stream"
 )
 
 func main() {
 	if len(os.Args) != 4 {
-		fmt.Fprintln(os.Stderr, "usage: labprobe send ADDR INTERVAL | count ADDR FILE | dial ADDR TIMEOUT | echo ADDR - | resolve SERVER NAME | keep ADDR FILE")
+		fmt.Fprintln(os.Stderr, "usage: labprobe send ADDR INTERVAL | count ADDR FILE | dial ADDR TIMEOUT | echo ADDR - | resolve SERVER NAME | keep ADDR FILE | stream-send ADDR RATE | stream-recv ADDR FILE")
 		os.Exit(2)
 	}
 	var err error
@@ -40,6 +44,10 @@ func main() {
 		err = echo(os.Args[2])
 	case "keep":
 		err = keep(os.Args[2], os.Args[3])
+	case "stream-send":
+		err = stream.Send(os.Args[2], os.Args[3])
+	case "stream-recv":
+		err = stream.Receive(os.Args[2], os.Args[3])
 	case "resolve":
 		err = resolve(os.Args[2], os.Args[3])
 	default:

@@ -1,0 +1,159 @@
+// Package stream sends and receives the lab's numbered UDP streams: what
+// arrived, what was lost, and which firewall carried each packet (the TTL
+// the lab's firewalls set on what they forward).
+package stream
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"net"
+	"os"
+	"strconv"
+	"time"
+
+	"golang.org/x/net/ipv4"
+)
+
+// Flows is how many source ports a stream's packets rotate over: a
+// fabric that spreads flows over equal paths (ECMP) spreads these.
+const Flows = 16
+
+// Send sends RATE packets a second to ADDR, each with its sequence
+// number (from 1), rotating over Flows sockets, until killed. It
+// catches up after a late tick, so the count stays RATE × seconds.
+func Send(addr, rate string) error {
+	perSecond, err := strconv.Atoi(rate)
+	if err != nil || perSecond <= 0 {
+		return fmt.Errorf("rate %q: must be a positive number", rate)
+	}
+	conns := make([]net.Conn, Flows)
+	for i := range conns {
+		if conns[i], err = net.Dial("udp", addr); err != nil {
+			return err
+		}
+	}
+	buf := make([]byte, 8)
+	start := time.Now()
+	var seq uint64
+	t := time.NewTicker(time.Millisecond)
+	defer t.Stop()
+	for range t.C {
+		due := uint64(time.Since(start).Seconds() * float64(perSecond))
+		for seq < due {
+			seq++
+			binary.BigEndian.PutUint64(buf, seq)
+			// A refused or unroutable packet is a lost probe, not a stop.
+			_, _ = conns[seq%Flows].Write(buf)
+		}
+	}
+	return nil
+}
+
+// Carrier is what arrived with one TTL: the lab's firewalls set the TTL of
+// the stream's packets they forward to a value of their own.
+type Carrier struct {
+	TTL      int    `json:"ttl"`
+	Packets  int    `json:"packets"`
+	FirstSeq uint64 `json:"firstSeq"`
+	LastSeq  uint64 `json:"lastSeq"`
+}
+
+// Report is what Receive keeps in its file.
+type Report struct {
+	Received int    `json:"received"`
+	MaxSeq   uint64 `json:"maxSeq"`
+	// Duplicates counts sequence numbers that arrived twice.
+	Duplicates int `json:"duplicates"`
+	// LargestGapMS is the longest time between two arrivals.
+	LargestGapMS float64 `json:"largestGapMS"`
+	// Switches counts the changes of carrier in arrival order.
+	Switches int `json:"switches"`
+	// LastTTL is the carrier of the last packet.
+	LastTTL  int       `json:"lastTTL"`
+	Carriers []Carrier `json:"carriers"`
+}
+
+// Receive receives a stream on ADDR and keeps a StreamReport in FILE,
+// written every 100 ms.
+func Receive(addr, file string) error {
+	c, err := net.ListenPacket("udp4", addr)
+	if err != nil {
+		return err
+	}
+	p := ipv4.NewPacketConn(c)
+	if err := p.SetControlMessage(ipv4.FlagTTL, true); err != nil {
+		return err
+	}
+	var (
+		r       Report
+		seen    = map[uint64]bool{}
+		byTTL   = map[int]int{}
+		last    time.Time
+		lastTTL = -1
+		dirty   bool
+		flushed = time.Now()
+	)
+	flush := func() error {
+		data, err := json.Marshal(r)
+		if err != nil {
+			return err
+		}
+		dirty, flushed = false, time.Now()
+		return writeFile(file, data)
+	}
+	if err := flush(); err != nil {
+		return err
+	}
+	buf := make([]byte, 64)
+	for {
+		_ = p.SetReadDeadline(time.Now().Add(100 * time.Millisecond))
+		n, cm, _, err := p.ReadFrom(buf)
+		now := time.Now()
+		if err == nil && n >= 8 && cm != nil {
+			seq := binary.BigEndian.Uint64(buf)
+			if seen[seq] {
+				r.Duplicates++
+			} else {
+				seen[seq] = true
+				r.Received++
+				r.MaxSeq = max(r.MaxSeq, seq)
+				if !last.IsZero() {
+					r.LargestGapMS = max(r.LargestGapMS, float64(now.Sub(last).Microseconds())/1000)
+				}
+				last = now
+				i, ok := byTTL[cm.TTL]
+				if !ok {
+					i = len(r.Carriers)
+					byTTL[cm.TTL] = i
+					r.Carriers = append(r.Carriers, Carrier{TTL: cm.TTL, FirstSeq: seq, LastSeq: seq})
+				}
+				cr := &r.Carriers[i]
+				cr.Packets++
+				cr.FirstSeq, cr.LastSeq = min(cr.FirstSeq, seq), max(cr.LastSeq, seq)
+				if lastTTL >= 0 && lastTTL != cm.TTL {
+					r.Switches++
+				}
+				lastTTL, r.LastTTL = cm.TTL, cm.TTL
+				dirty = true
+			}
+		}
+		if dirty && now.Sub(flushed) >= 100*time.Millisecond {
+			if err := flush(); err != nil {
+				return err
+			}
+		}
+	}
+}
+
+// Lost is how many packets up to the last that arrived did not.
+func (r Report) Lost() int { return int(r.MaxSeq) - r.Received }
+
+// writeFile replaces file in one rename, so a reader never sees half.
+func writeFile(file string, data []byte) error {
+	tmp := file + ".tmp"
+	if err := os.WriteFile(tmp, data, 0o644); err != nil {
+		return err
+	}
+	return os.Rename(tmp, file)
+}
