@@ -7,7 +7,6 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -82,12 +81,7 @@ var _ = Describe("Rolling update by distance", func() {
 		fwAgents   *agents
 	)
 	BeforeEach(func(ctx SpecContext) {
-		namespace = newNamespace(ctx)
-		provider = machinetest.NewMemory()
-		Expect(testClient.Create(ctx, &corev1.Secret{
-			ObjectMeta: metav1.ObjectMeta{Name: "bootstrap", Namespace: namespace},
-			Data:       map[string][]byte{"kubeconfig": []byte("bootstrap-kubeconfig")},
-		})).To(Succeed())
+		namespace, provider = newShootNamespace(ctx)
 		deployment = newDeployment(namespace, firewallv1alpha1.StrategyRollingUpdate)
 		fwAgents = newAgents(namespace)
 	})
@@ -119,15 +113,6 @@ var _ = Describe("Rolling update by distance", func() {
 			return meta.FindStatusCondition(d.Status.Conditions, firewallv1alpha1.ConditionDistanceInForce)
 		}
 	}
-	rollImage := func(ctx context.Context) {
-		Eventually(func() error {
-			if err := testClient.Get(ctx, client.ObjectKeyFromObject(deployment), deployment); err != nil {
-				return err
-			}
-			deployment.Spec.Template.Spec.Image = "firewall-ubuntu-3.1"
-			return testClient.Update(ctx, deployment)
-		}).Should(Succeed())
-	}
 
 	It("moves traffic once: the old set takes the longest distance, the new one the shortest once that is in force, and the old one goes last", func(ctx SpecContext) {
 		deployment.Spec.Replicas = 2
@@ -143,7 +128,7 @@ var _ = Describe("Rolling update by distance", func() {
 		}
 
 		By("a new set rolls in at 3 and 4, behind the old one")
-		rollImage(ctx)
+		rollImage(ctx, deployment)
 		var newSet string
 		Eventually(func(g Gomega) {
 			for s := range bySet(ctx) {
@@ -194,7 +179,7 @@ var _ = Describe("Rolling update by distance", func() {
 		silent := namesOf(ctx, oldSet)[0]
 		fwAgents.hold(silent, true)
 
-		rollImage(ctx)
+		rollImage(ctx, deployment)
 		Eventually(condition(ctx)).WithTimeout(time.Minute).Should(And(HaveField("Reason", "Waiting"),
 			HaveField("Message", ContainSubstring(silent+" announces 0 (wants 8)"))))
 		Expect(setNames(ctx, namespace)()).To(ContainElement(oldSet))

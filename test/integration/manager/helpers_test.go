@@ -5,11 +5,13 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	firewallv1alpha1 "github.com/metal-firewall/gardener-extension-firewall/pkg/apis/firewall/v1alpha1"
+	"github.com/metal-firewall/gardener-extension-firewall/pkg/controller/manager/machine/machinetest"
 )
 
 var selector = map[string]string{"firewall.metal-firewall.io/shoot": "test"}
@@ -36,6 +38,28 @@ func newDeployment(namespace string, strategy firewallv1alpha1.UpdateStrategy) *
 			},
 		},
 	}
+}
+
+// newShootNamespace creates a shoot namespace with the Secret the
+// deployments' userdata refers to, and a machine provider for it.
+func newShootNamespace(ctx context.Context) (string, *machinetest.Memory) {
+	namespace := newNamespace(ctx)
+	Expect(testClient.Create(ctx, &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: "bootstrap", Namespace: namespace},
+		Data:       map[string][]byte{"kubeconfig": []byte("bootstrap-kubeconfig")},
+	})).To(Succeed())
+	return namespace, machinetest.NewMemory()
+}
+
+// rollImage changes the deployment's image: a new set.
+func rollImage(ctx context.Context, deployment *firewallv1alpha1.FirewallDeployment) {
+	Eventually(func() error {
+		if err := testClient.Get(ctx, client.ObjectKeyFromObject(deployment), deployment); err != nil {
+			return err
+		}
+		deployment.Spec.Template.Spec.Image = "firewall-ubuntu-3.1"
+		return testClient.Update(ctx, deployment)
+	}).Should(Succeed())
 }
 
 func firewalls(ctx context.Context, namespace string) []firewallv1alpha1.Firewall {

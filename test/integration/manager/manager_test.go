@@ -31,12 +31,7 @@ var _ = Describe("Firewall manager", func() {
 	)
 
 	BeforeEach(func(ctx SpecContext) {
-		namespace = newNamespace(ctx)
-		provider = machinetest.NewMemory()
-		Expect(testClient.Create(ctx, &corev1.Secret{
-			ObjectMeta: metav1.ObjectMeta{Name: "bootstrap", Namespace: namespace},
-			Data:       map[string][]byte{"kubeconfig": []byte("bootstrap-kubeconfig")},
-		})).To(Succeed())
+		namespace, provider = newShootNamespace(ctx)
 		deployment = newDeployment(namespace, firewallv1alpha1.StrategyRollingUpdate)
 	})
 

@@ -6,7 +6,6 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
-	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -64,12 +63,7 @@ var _ = Describe("Replacing failed firewalls", func() {
 		deployment *firewallv1alpha1.FirewallDeployment
 	)
 	BeforeEach(func(ctx SpecContext) {
-		namespace = newNamespace(ctx)
-		provider = machinetest.NewMemory()
-		Expect(testClient.Create(ctx, &corev1.Secret{
-			ObjectMeta: metav1.ObjectMeta{Name: "bootstrap", Namespace: namespace},
-			Data:       map[string][]byte{"kubeconfig": []byte("bootstrap-kubeconfig")},
-		})).To(Succeed())
+		namespace, provider = newShootNamespace(ctx)
 		deployment = newDeployment(namespace, firewallv1alpha1.StrategyRollingUpdate)
 	})
 	withReplacement := func(o *firewallmanager.Options) {

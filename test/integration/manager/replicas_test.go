@@ -13,7 +13,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	agentconfigv1alpha1 "github.com/metal-firewall/gardener-extension-firewall/pkg/apis/agentconfig/v1alpha1"
 	firewallv1alpha1 "github.com/metal-firewall/gardener-extension-firewall/pkg/apis/firewall/v1alpha1"
@@ -70,13 +69,7 @@ var _ = Describe("Firewall manager with two replicas", func() {
 		oldFirewalls := firewallNames(ctx, namespace)()
 
 		By("rolling: the new set comes in at a longer distance, the old one keeps two Ready until it goes")
-		Eventually(func() error {
-			if err := testClient.Get(ctx, client.ObjectKeyFromObject(deployment), deployment); err != nil {
-				return err
-			}
-			deployment.Spec.Template.Spec.Image = "firewall-ubuntu-3.1"
-			return testClient.Update(ctx, deployment)
-		}).Should(Succeed())
+		rollImage(ctx, deployment)
 		Eventually(setNames(ctx, namespace)).Should(HaveLen(2))
 		Eventually(func() []int32 { return distances(ctx, namespace) }).Should(ConsistOf(int32(0), int32(1), int32(3), int32(4)))
 
