@@ -131,7 +131,7 @@ func distanceSpecs(e *labEnv) {
 			g.Expect(newMachine).NotTo(BeNil(), "the lab booted the new machine")
 			g.Expect(newMachine.WaitBooted(ctx)).To(Equal("running"))
 			g.Expect(e.exec(ctx, newMachine, "systemctl is-active firewall-agent.service || true")).To(Equal("active"))
-		}).WithTimeout(5 * time.Minute).WithPolling(2 * time.Second).Should(Succeed())
+		}).WithTimeout(8 * time.Minute).WithPolling(2 * time.Second).Should(Succeed())
 		// After the boot step, which loads the image's nftables files, and
 		// before traffic can move: the old firewall announces 0 until the
 		// new one is Ready.
@@ -251,6 +251,26 @@ func failureSpecs(e *labEnv) {
 		established := func(m *lab.Machine) func() (bool, error) {
 			return func() (bool, error) { return m.BGPEstablished(ctx) }
 		}
+
+		By("without the second firewall's prepend the leaf spreads the flows over both: what the rolling update's check would see")
+		e.exec(ctx, second, "vtysh -c 'configure terminal' -c 'route-map firewall-agent-distance permit 10' -c 'no set as-path prepend' && vtysh -c 'clear bgp l2vpn evpn * soft out'")
+		split, err := e.l.StartStreams(ctx)
+		Expect(err).NotTo(HaveOccurred())
+		DeferCleanup(func(ctx context.Context) { _, _ = split.Stop(ctx) })
+		Eventually(func(g Gomega) {
+			toHost, toNode, err := split.Report()
+			g.Expect(err).NotTo(HaveOccurred())
+			for _, r := range []labstream.Report{toHost, toNode} {
+				g.Expect(carriedBy(r)).To(And(HaveKeyWithValue(markOld-1, HaveField("Packets", BeNumerically(">", lab.StreamRate/4))),
+					HaveKeyWithValue(markNew-1, HaveField("Packets", BeNumerically(">", lab.StreamRate/4)))), "both firewalls carry the streams")
+			}
+		}).WithTimeout(2 * time.Minute).WithPolling(time.Second).Should(Succeed())
+		res, err := split.Stop(ctx)
+		Expect(err).NotTo(HaveOccurred())
+		report := describeStreams("equal distances (the prepend removed by hand)", res, nil)
+		GinkgoWriter.Println(report)
+		AddReportEntry("equal distances", report)
+		e.exec(ctx, second, "/usr/lib/frr/frr-reload.py --reload /etc/frr/frr.conf >/dev/null && vtysh -c 'clear bgp l2vpn evpn * soft out'")
 
 		By("the first firewall's link lost")
 		measure("failover: link lost", func() error { return first.Unplug(ctx) })

@@ -36,7 +36,8 @@ func Send(addr, rate string) error {
 	buf := make([]byte, 8)
 	start := time.Now()
 	var seq uint64
-	t := time.NewTicker(time.Millisecond)
+	// One wake-up per packet at most: an emulated machine pays for each.
+	t := time.NewTicker(max(time.Millisecond, time.Second/time.Duration(perSecond)))
 	defer t.Stop()
 	for range t.C {
 		due := uint64(time.Since(start).Seconds() * float64(perSecond))
@@ -61,8 +62,12 @@ type Carrier struct {
 
 // Report is what Receive keeps in its file.
 type Report struct {
-	Received int    `json:"received"`
-	MaxSeq   uint64 `json:"maxSeq"`
+	Received int `json:"received"`
+	// MinSeq and MaxSeq are the lowest and the highest number that arrived:
+	// what was lost before the first arrival (a policy not yet in force) is
+	// not counted.
+	MinSeq uint64 `json:"minSeq"`
+	MaxSeq uint64 `json:"maxSeq"`
 	// Duplicates counts sequence numbers that arrived twice.
 	Duplicates int `json:"duplicates"`
 	// LargestGapMS is the longest time between two arrivals.
@@ -84,6 +89,10 @@ func Receive(addr, file string) error {
 	p := ipv4.NewPacketConn(c)
 	if err := p.SetControlMessage(ipv4.FlagTTL, true); err != nil {
 		return err
+	}
+	// Room for a few seconds of packets while the report is written.
+	if u, ok := c.(*net.UDPConn); ok {
+		_ = u.SetReadBuffer(4 << 20)
 	}
 	var (
 		r       Report
@@ -118,6 +127,9 @@ func Receive(addr, file string) error {
 				seen[seq] = true
 				r.Received++
 				r.MaxSeq = max(r.MaxSeq, seq)
+				if r.MinSeq == 0 || seq < r.MinSeq {
+					r.MinSeq = seq
+				}
 				if !last.IsZero() {
 					r.LargestGapMS = max(r.LargestGapMS, float64(now.Sub(last).Microseconds())/1000)
 				}
@@ -138,7 +150,7 @@ func Receive(addr, file string) error {
 				dirty = true
 			}
 		}
-		if dirty && now.Sub(flushed) >= 100*time.Millisecond {
+		if dirty && now.Sub(flushed) >= 250*time.Millisecond {
 			if err := flush(); err != nil {
 				return err
 			}
@@ -146,8 +158,14 @@ func Receive(addr, file string) error {
 	}
 }
 
-// Lost is how many packets up to the last that arrived did not.
-func (r Report) Lost() int { return int(r.MaxSeq) - r.Received }
+// Lost is how many packets between the first and the last that arrived
+// did not.
+func (r Report) Lost() int {
+	if r.Received == 0 {
+		return 0
+	}
+	return int(r.MaxSeq-r.MinSeq+1) - r.Received
+}
 
 // writeFile replaces file in one rename, so a reader never sees half.
 func writeFile(file string, data []byte) error {
