@@ -77,6 +77,11 @@ func (d *demo) play(ctx context.Context) error {
 		{"The shoot's kube-apiserver ACL", d.enableACL},
 		{"Control plane migration from seed A to seed B", d.migrate},
 	}
+	if _, ok := d.site.(*labSite); ok && os.Getenv("DEMO_ROLL") == "true" {
+		// The local provider's machines have no BGP: nothing to announce.
+		// Opt-in until it has passed in the lab (issue #28).
+		steps = append(steps, step{"A rolling update of the firewall: distance over BGP, no packet lost", d.rollFirewall})
+	}
 	for _, s := range steps {
 		d.steps = append(d.steps, s.title)
 	}

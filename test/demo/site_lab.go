@@ -70,7 +70,7 @@ func (s *labSite) start(ctx context.Context, d *demo) (machine.Provider, error) 
 	if err != nil {
 		return nil, err
 	}
-	s.hardware = &lab.Hardware{Lab: s.lab, Images: map[string]lab.Image{metalapi.Image: recipe}, FirewallRules: lab.ProbeFirewallRules()}
+	s.hardware = &lab.Hardware{Lab: s.lab, Images: map[string]lab.Image{metalapi.Image: recipe, metalapi.NextImage: recipe}, FirewallRules: lab.ProbeFirewallRules()}
 	opts := metalapi.Inventory(labProject)
 	opts.Hardware = s.hardware
 	if s.server, err = metalapi.New(opts); err != nil {

@@ -159,9 +159,6 @@ func (l *Lab) leaf(ctx context.Context) error {
 	w("ip -n node link set eth0 up")
 	w("ip -n node route add default via %s", nodeGateway)
 	w("ip -n node addr add %s/32 dev lo", LoadBalancerAddress)
-	// Equal paths are spread by flow (ports included), as a fabric's leaves
-	// do: a missing prepend shows as split traffic.
-	w("sysctl -qw net.ipv4.fib_multipath_hash_policy=1 net.ipv6.fib_multipath_hash_policy=1")
 	w("cp /lab/share/leaf-frr.conf /etc/frr/frr.conf")
 	w("systemctl restart frr")
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
