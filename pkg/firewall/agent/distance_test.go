@@ -56,10 +56,10 @@ var _ = Describe("The distance the agent announces", func() {
 	})
 
 	It("reports the distance in force, keeps it when the seed is not read, and keeps the old one when FRR refuses the new", func(ctx context.Context) {
-		supported, d := agent.DistanceStatus(a)
+		supported, _ := agent.DistanceStatus(a)
 		Expect(supported).To(BeFalse(), "before the first round")
 		Expect(agent.AnnounceDistance(a, ctx, cfg, nil)).To(Succeed())
-		supported, d = agent.DistanceStatus(a)
+		supported, d := agent.DistanceStatus(a)
 		Expect(supported).To(BeTrue())
 		Expect(d).To(BeNil(), "none in force before the Firewall was read")
 

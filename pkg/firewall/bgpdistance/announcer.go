@@ -136,7 +136,7 @@ func (a *Announcer) run(ctx context.Context, name string, args ...string) error 
 
 // writeLike writes data to path with the mode and owner of info.
 func writeLike(path string, data []byte, info os.FileInfo) error {
-	if err := os.WriteFile(path, data, info.Mode().Perm()); err != nil {
+	if err := os.WriteFile(path, data, info.Mode().Perm()); err != nil { //nolint:gosec // beside FRR's configuration, which the validated config names in /etc/frr
 		return err
 	}
 	if err := os.Chmod(path, info.Mode().Perm()); err != nil {
