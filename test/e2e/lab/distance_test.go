@@ -32,6 +32,9 @@ type labEnv struct {
 	namespace string
 
 	recipeImage, stockImage string
+	// stockRelease is the providerConfig's part that downloads the agent
+	// onto the stock image.
+	stockRelease func() string
 
 	firewalls      func(context.Context) []firewallv1alpha1.Firewall
 	firewallOrNil  func(context.Context, string) *firewallv1alpha1.Firewall
@@ -108,7 +111,14 @@ func distanceSpecs(e *labEnv) {
 				corev1.ServicePort{Name: "iperf", Protocol: corev1.ProtocolTCP, Port: lab.IperfPort})
 			Expect(e.cShoot.Update(ctx, svc)).To(Succeed())
 
-			old := e.readyOn(ctx, e.stockImage)(Default)
+			// From the image the firewall runs to the other one.
+			fws := e.firewalls(ctx)
+			Expect(fws).To(HaveLen(1))
+			old := &fws[0]
+			target, extra := e.recipeImage, ""
+			if old.Spec.Image == e.recipeImage {
+				target, extra = e.stockImage, e.stockRelease()
+			}
 			oldMachine := e.machineOf(old)
 			Expect(oldMachine.MarkStreams(ctx, markOld)).To(Succeed())
 			streams, err := e.l.StartStreams(ctx)
@@ -129,12 +139,12 @@ func distanceSpecs(e *labEnv) {
 			oldAnnounced := map[int32]bool{}
 
 			By("rolling to the image recipe's image")
-			Expect(framework.UpdateProviderConfig(ctx, e.cSeed, e.extension(), e.providerConfig(e.recipeImage, ""))).To(Succeed())
+			Expect(framework.UpdateProviderConfig(ctx, e.cSeed, e.extension(), e.providerConfig(target, extra))).To(Succeed())
 			var newFw *firewallv1alpha1.Firewall
 			var newMachine *lab.Machine
 			Eventually(func(g Gomega) {
 				for _, fw := range e.firewalls(ctx) {
-					if fw.Spec.Image == e.recipeImage && fw.Status.MachineStatus != nil {
+					if fw.Spec.Image == target && fw.Status.MachineStatus != nil {
 						newFw = &fw
 					}
 				}
@@ -197,7 +207,13 @@ func failureSpecs(e *labEnv) {
 		})
 		It("fails over to the second firewall: a link lost, a silent peer (hold timer), a graceful delete", func(ctx SpecContext) {
 			By("a second firewall, at distance 1")
-			Expect(framework.UpdateProviderConfig(ctx, e.cSeed, e.extension(), e.providerConfig(e.recipeImage, `,"replicas":2`))).To(Succeed())
+			fws := e.firewalls(ctx)
+			Expect(fws).To(HaveLen(1))
+			image, release := fws[0].Spec.Image, ""
+			if image == e.stockImage {
+				release = e.stockRelease()
+			}
+			Expect(framework.UpdateProviderConfig(ctx, e.cSeed, e.extension(), e.providerConfig(image, release+`,"replicas":2`))).To(Succeed())
 			var primary, secondary *firewallv1alpha1.Firewall
 			Eventually(func(g Gomega) {
 				primary, secondary = nil, nil
@@ -285,7 +301,7 @@ func failureSpecs(e *labEnv) {
 			measure("failover: graceful delete", func() error { return e.cSeed.Delete(ctx, primary) })
 
 			By("back to one firewall")
-			Expect(framework.UpdateProviderConfig(ctx, e.cSeed, e.extension(), e.providerConfig(e.recipeImage, ""))).To(Succeed())
+			Expect(framework.UpdateProviderConfig(ctx, e.cSeed, e.extension(), e.providerConfig(image, release))).To(Succeed())
 			Eventually(func() []firewallv1alpha1.Firewall { return e.firewalls(ctx) }).WithTimeout(5 * time.Minute).WithPolling(2 * time.Second).Should(HaveLen(1))
 			Expect(e.probes.Forbidden()).To(Succeed())
 		})

@@ -227,6 +227,9 @@ var _ = Describe("Firewall machines in the lab", Ordered, func() {
 		Expect(framework.ShootNamespace{Name: namespace, Shoot: shoot}.Create(ctx, cSeed)).To(Succeed())
 		env.l, env.probes, env.cSeed, env.cShoot, env.hw = l, probes, cSeed, cShoot, hw
 		env.extension = func() *extensionsv1alpha1.Extension { return ex }
+		env.stockRelease = func() string {
+			return fmt.Sprintf(`,"agentVersion":%q,"agentURL":%q,"agentSHA256":%q,"agentSHA512":%q`, agentVersion, release.url, release.sha256, release.sha512)
+		}
 	}, NodeTimeout(10*time.Minute))
 
 	AfterAll(func() {
@@ -419,8 +422,7 @@ var _ = Describe("Firewall machines in the lab", Ordered, func() {
 	})
 
 	It("installs the agent onto the stock image through the userdata, checking its SHA-512 and the operator's signature", func(ctx SpecContext) {
-		Expect(framework.UpdateProviderConfig(ctx, cSeed, ex, providerConfig(stockImage, fmt.Sprintf(
-			`,"agentVersion":%q,"agentURL":%q,"agentSHA256":%q,"agentSHA512":%q`, agentVersion, release.url, release.sha256, release.sha512)))).To(Succeed())
+		Expect(framework.UpdateProviderConfig(ctx, cSeed, ex, providerConfig(stockImage, env.stockRelease()))).To(Succeed())
 		var fw *firewallv1alpha1.Firewall
 		Eventually(func(g Gomega) {
 			fw = readyOn(ctx, stockImage)(g)

@@ -369,7 +369,9 @@ var _ = Describe("The extension under the chart's RBAC", func() {
 		ex = newExtension(namespace, "firewall", string(ex.Spec.ProviderConfig.Raw))
 		Expect(framework.PrepareRestore(ctx, admin, ex, state, time.Minute)).To(Succeed())
 		annotate(ctx, ex, v1beta1constants.GardenerOperationRestore)
-		Eventually(lastOperation(ctx, ex)).Should(MatchRegexp(`^(Restore|Reconcile) Processing$`), "the restore waits for the agent to report into this seed")
+		// Restoring the objects is retried until the manager's cache has them:
+		// on a loaded machine (make test) that took longer than a minute.
+		Eventually(lastOperation(ctx, ex)).WithTimeout(3*time.Minute).Should(MatchRegexp(`^(Restore|Reconcile) Processing$`), "the restore waits for the agent to report into this seed")
 		Eventually(func(g Gomega) {
 			fws := firewalls(ctx, namespace)
 			g.Expect(fws).To(HaveLen(1))
