@@ -2,7 +2,10 @@ package agent
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
+	"os"
 
 	agentconfigv1alpha1 "github.com/metal-firewall/gardener-extension-firewall/pkg/apis/agentconfig/v1alpha1"
 	fwv1alpha1 "github.com/metal-firewall/gardener-extension-firewall/pkg/apis/firewall/v1alpha1"
@@ -26,6 +29,13 @@ func (a *Agent) announceDistance(ctx context.Context, cfg *agentconfigv1alpha1.C
 	if fw == nil {
 		return nil
 	}
+	// A machine without FRR's configuration announces no routes: nothing to
+	// announce a distance on, and the manager need not wait for one.
+	if _, err := os.Stat(or(r.FRRConfig, bgpdistance.DefaultConfigPath)); errors.Is(err, fs.ErrNotExist) { //nolint:gosec // validated: a file in /etc/frr
+		a.noFRR = true
+		return nil
+	}
+	a.noFRR = false
 	before, had := a.announcer.InForce()
 	if err := a.announcer.Announce(ctx, int(fw.Spec.Distance)); err != nil {
 		err = fmt.Errorf("announcing distance %d: %w", fw.Spec.Distance, err)
@@ -41,11 +51,18 @@ func (a *Agent) announceDistance(ctx context.Context, cfg *agentconfigv1alpha1.C
 // distanceStatus is what the agent reports of its distance: whether it
 // announces one at all, and the one in force.
 func (a *Agent) distanceStatus() (supported bool, inForce *int32) {
-	if a.announcer == nil {
+	if a.announcer == nil || a.noFRR {
 		return false, nil
 	}
 	if d, ok := a.announcer.InForce(); ok {
 		return true, &d
 	}
 	return true, nil
+}
+
+func or(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
 }

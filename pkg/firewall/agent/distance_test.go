@@ -55,6 +55,14 @@ var _ = Describe("The distance the agent announces", func() {
 		Expect(d).To(BeNil())
 	})
 
+	It("announces nothing on a machine without FRR's configuration, and says it cannot", func(ctx context.Context) {
+		cfg.Routing.FRRConfig = filepath.Join(dir, "missing.conf")
+		Expect(agent.AnnounceDistance(a, ctx, cfg, firewall(3))).To(Succeed())
+		supported, d := agent.DistanceStatus(a)
+		Expect(supported).To(BeFalse(), "the manager need not wait for it")
+		Expect(d).To(BeNil())
+	})
+
 	It("reports the distance in force, keeps it when the seed is not read, and keeps the old one when FRR refuses the new", func(ctx context.Context) {
 		supported, _ := agent.DistanceStatus(a)
 		Expect(supported).To(BeFalse(), "before the first round")
