@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
-	"os"
 
 	agentconfigv1alpha1 "github.com/metal-firewall/gardener-extension-firewall/pkg/apis/agentconfig/v1alpha1"
 	fwv1alpha1 "github.com/metal-firewall/gardener-extension-firewall/pkg/apis/firewall/v1alpha1"
@@ -29,15 +27,14 @@ func (a *Agent) announceDistance(ctx context.Context, cfg *agentconfigv1alpha1.C
 	if fw == nil {
 		return nil
 	}
+	before, had := a.announcer.InForce()
+	err := a.announcer.Announce(ctx, int(fw.Spec.Distance))
 	// A machine without FRR's configuration announces no routes: nothing to
 	// announce a distance on, and the manager need not wait for one.
-	if _, err := os.Stat(or(r.FRRConfig, bgpdistance.DefaultConfigPath)); errors.Is(err, fs.ErrNotExist) { //nolint:gosec // validated: a file in /etc/frr
-		a.noFRR = true
+	if a.noFRR = errors.Is(err, bgpdistance.ErrNoConfig); a.noFRR {
 		return nil
 	}
-	a.noFRR = false
-	before, had := a.announcer.InForce()
-	if err := a.announcer.Announce(ctx, int(fw.Spec.Distance)); err != nil {
+	if err != nil {
 		err = fmt.Errorf("announcing distance %d: %w", fw.Spec.Distance, err)
 		a.Log.Error("the distance in force stays", "error", err)
 		return err
@@ -58,11 +55,4 @@ func (a *Agent) distanceStatus() (supported bool, inForce *int32) {
 		return true, &d
 	}
 	return true, nil
-}
-
-func or(s, def string) string {
-	if s == "" {
-		return def
-	}
-	return s
 }

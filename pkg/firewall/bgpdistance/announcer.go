@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -19,6 +20,10 @@ const (
 	DefaultVtysh      = "/usr/bin/vtysh"
 	DefaultReload     = "/usr/lib/frr/frr-reload.py"
 )
+
+// ErrNoConfig is Announce's error on a machine without FRR's configuration,
+// which announces no routes: there is nothing to announce a distance on.
+var ErrNoConfig = errors.New("no FRR configuration")
 
 // commandTimeout bounds each FRR command: a hung vtysh must not hold the
 // agent. frr-reload.py takes seconds on a machine, up to 40 s in the
@@ -69,6 +74,9 @@ func (a *Announcer) Announce(ctx context.Context, distance int) error {
 	}
 	path := or(a.ConfigPath, DefaultConfigPath)
 	old, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("%w: %s", ErrNoConfig, path)
+	}
 	if err != nil {
 		return fmt.Errorf("reading FRR's configuration: %w", err)
 	}
