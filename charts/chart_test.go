@@ -34,6 +34,8 @@ var _ = Describe("Chart", func() {
 			"Service/gardener-extension-firewall",
 			"VerticalPodAutoscaler/gardener-extension-firewall",
 			"PodDisruptionBudget/gardener-extension-firewall",
+			"ValidatingAdmissionPolicy/gardener-extension-firewall-csr",
+			"ValidatingAdmissionPolicyBinding/gardener-extension-firewall-csr",
 		))
 	})
 

@@ -25,6 +25,11 @@ const (
 	DefaultMaxDuration = 24 * time.Hour
 )
 
+// MaxRequestBytes bounds a firewall's encoded request: an RSA-4096 request
+// is under 2 KiB, and the chart's ValidatingAdmissionPolicy refuses larger
+// ones before they reach etcd (keep the two equal).
+const MaxRequestBytes = 4096
+
 // firewallRequest is a CSR that claims a firewall identity.
 type firewallRequest struct {
 	namespace, name string
@@ -56,6 +61,9 @@ func parse(csr *certificatesv1.CertificateSigningRequest) (*firewallRequest, err
 // everything but the API lookups (the Firewall and the SubjectAccessReview).
 func check(csr *certificatesv1.CertificateSigningRequest, fr *firewallRequest, bootNamespace string, maxDuration time.Duration) string {
 	req := fr.request
+	if n := len(csr.Spec.Request); n > MaxRequestBytes {
+		return fmt.Sprintf("spec.request of %d bytes is larger than %d", n, MaxRequestBytes)
+	}
 	if err := req.CheckSignature(); err != nil {
 		return "the request's signature does not verify: " + err.Error()
 	}
@@ -97,6 +105,11 @@ func check(csr *certificatesv1.CertificateSigningRequest, fr *firewallRequest, b
 	}
 	if d := time.Duration(*csr.Spec.ExpirationSeconds) * time.Second; d < MinDuration || d > maxDuration {
 		return fmt.Sprintf("spec.expirationSeconds %d is outside [%d, %d]", *csr.Spec.ExpirationSeconds, int(MinDuration.Seconds()), int(maxDuration.Seconds()))
+	}
+	// One CSR per firewall at a time: a request under any other name is one
+	// too many (the admission policy refuses it where it is deployed).
+	if want := firewallv1alpha1.CSRName(fr.namespace, fr.name); csr.Name != want {
+		return fmt.Sprintf("metadata.name %q is not the firewall's one CSR name %q", csr.Name, want)
 	}
 	return ""
 }

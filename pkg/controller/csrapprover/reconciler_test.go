@@ -38,13 +38,16 @@ import (
 const (
 	namespace = "shoot--p--s"
 	fwName    = "shoot-firewall-0"
-	csrName   = "firewall-csr"
 	// bootNamespace is the extension's namespace, where boot ServiceAccounts live.
 	bootNamespace = "extension-firewall-x1"
 )
 
+// csrName is the firewall's one CSR name, under which its agent asks.
+var csrName = firewallv1alpha1.CSRName(namespace, fwName)
+
 // scenario is one CSR and the seed it is decided in.
 type scenario struct {
+	name       string // the CSR's name, when not the firewall's own
 	key        crypto.Signer
 	subject    pkix.Name
 	dnsNames   []string
@@ -120,8 +123,12 @@ func (s *scenario) csr() *certificatesv1.CertificateSigningRequest {
 		}
 		req = pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE REQUEST", Bytes: der})
 	}
+	name := csrName
+	if s.name != "" {
+		name = s.name
+	}
 	return &certificatesv1.CertificateSigningRequest{
-		ObjectMeta: metav1.ObjectMeta{Name: csrName},
+		ObjectMeta: metav1.ObjectMeta{Name: name},
 		Spec: certificatesv1.CertificateSigningRequestSpec{
 			Request: req, SignerName: s.signer, Usages: s.usages, ExpirationSeconds: s.expiration,
 			Username: s.username, Groups: s.groups, UID: "uid-1", Extra: map[string]certificatesv1.ExtraValue{"scope": {"a"}},
@@ -202,12 +209,12 @@ func decide(s *scenario) (decision, *world) {
 	csr := s.csr()
 	w := newWorld(s, csr)
 	r := &csrapprover.Reconciler{Client: w.client, BootNamespace: bootNamespace, MaxDuration: csrapprover.DefaultMaxDuration}
-	res, err := r.Reconcile(context.Background(), reconcile.Request{NamespacedName: client.ObjectKey{Name: csrName}})
+	res, err := r.Reconcile(context.Background(), reconcile.Request{NamespacedName: client.ObjectKey{Name: csr.Name}})
 	Expect(err).NotTo(HaveOccurred())
 	Expect(res).To(Equal(reconcile.Result{}))
 
 	got := &certificatesv1.CertificateSigningRequest{}
-	Expect(w.client.Get(context.Background(), client.ObjectKey{Name: csrName}, got)).To(Succeed())
+	Expect(w.client.Get(context.Background(), client.ObjectKey{Name: csr.Name}, got)).To(Succeed())
 	added := got.Status.Conditions[len(s.conditions):]
 	Expect(len(added)).To(BeNumerically("<=", 1), "at most one decision")
 	if len(added) == 0 {
@@ -357,6 +364,17 @@ var _ = Describe("Reconciler", func() {
 
 		Entry("a CN that names no firewall: left alone",
 			func(s *scenario) { s.subject.CommonName = "system:node:worker-1" }, leftAlone, false),
+		Entry("a second CSR of the firewall, under another name: denied",
+			func(s *scenario) { s.name = "firewall.shoot--p--s.shoot-firewall-0.2" },
+			denied(`metadata.name "firewall.shoot--p--s.shoot-firewall-0.2" is not the firewall's one CSR name "firewall.shoot--p--s.shoot-firewall-0"`), false),
+		Entry("a request padded beyond 4 KiB: denied",
+			func(s *scenario) {
+				der, err := x509.CreateCertificateRequest(rand.Reader, &x509.CertificateRequest{Subject: s.subject, ExtraExtensions: []pkix.Extension{
+					{Id: []int{1, 3, 6, 1, 4, 1, 99999, 1}, Value: make([]byte, 1<<20)},
+				}}, s.key)
+				Expect(err).NotTo(HaveOccurred())
+				s.request = pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE REQUEST", Bytes: der})
+			}, denied("bytes is larger than 4096"), false),
 		Entry("a firewall CN that does not parse: left alone",
 			func(s *scenario) { s.subject.CommonName = firewallv1alpha1.AgentUserPrefix + "only-a-namespace" }, leftAlone, false),
 		Entry("an unparseable request: left alone",

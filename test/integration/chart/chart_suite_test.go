@@ -14,18 +14,15 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gardener/gardener/pkg/chartrenderer"
-	"github.com/gardener/gardener/pkg/client/kubernetes"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	"github.com/spf13/pflag"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/serializer"
-	"k8s.io/apimachinery/pkg/version"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -34,9 +31,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
-	"github.com/metal-firewall/gardener-extension-firewall/charts"
 	"github.com/metal-firewall/gardener-extension-firewall/cmd/gardener-extension-firewall/app"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/controller/manager/machine/machinetest"
+	"github.com/metal-firewall/gardener-extension-firewall/test/framework"
 	"github.com/metal-firewall/gardener-extension-firewall/test/testenv"
 )
 
@@ -82,7 +79,8 @@ var _ = BeforeSuite(func() {
 	var deployment *appsv1.Deployment
 	for _, o := range objs {
 		switch o := o.(type) {
-		case *corev1.ServiceAccount, *rbacv1.ClusterRole, *rbacv1.ClusterRoleBinding, *rbacv1.Role, *rbacv1.RoleBinding:
+		case *corev1.ServiceAccount, *rbacv1.ClusterRole, *rbacv1.ClusterRoleBinding, *rbacv1.Role, *rbacv1.RoleBinding,
+			*admissionregistrationv1.ValidatingAdmissionPolicy, *admissionregistrationv1.ValidatingAdmissionPolicyBinding:
 			Expect(admin.Create(ctx, o)).To(Succeed(), "%T %s", o, o.GetName())
 		case *appsv1.Deployment:
 			deployment = o
@@ -141,20 +139,9 @@ func serviceAccountConfig() *rest.Config {
 
 // renderChart renders the chart as gardenlet does, with the operator's one required value.
 func renderChart(seedServer string) []client.Object {
-	renderer := chartrenderer.NewWithServerVersion(&version.Info{GitVersion: "v1.36.4", Major: "1", Minor: "36"})
-	rc, err := renderer.RenderEmbeddedFS(charts.ChartFS, charts.ChartPath, "gardener-extension-firewall", releaseNamespace, map[string]any{
-		"seedAPIServer": map[string]any{"url": seedServer},
-		"gardener":      map[string]any{"seed": map[string]any{"name": "seed"}},
-	})
+	objs, err := framework.RenderChart(releaseNamespace, seedServer)
 	Expect(err).NotTo(HaveOccurred())
-	decoder := serializer.NewCodecFactory(kubernetes.SeedScheme).UniversalDeserializer()
-	var out []client.Object
-	for _, m := range rc.Manifests {
-		obj, _, err := decoder.Decode([]byte(m.Content), nil, nil)
-		Expect(err).NotTo(HaveOccurred(), m.Name)
-		out = append(out, obj.(client.Object))
-	}
-	return out
+	return objs
 }
 
 func freePort() int {

@@ -8,6 +8,7 @@ import (
 	"github.com/gardener/gardener/pkg/component/extensions/operatingsystemconfig/original/components/nodeagent"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -20,6 +21,7 @@ import (
 
 	firewallv1alpha1 "github.com/metal-firewall/gardener-extension-firewall/pkg/apis/firewall/v1alpha1"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/controller/csrapprover"
+	"github.com/metal-firewall/gardener-extension-firewall/test/framework"
 	"github.com/metal-firewall/gardener-extension-firewall/test/testenv"
 )
 
@@ -31,6 +33,7 @@ func TestCredentials(t *testing.T) {
 var (
 	seed       *testenv.ControlPlane
 	testClient client.Client
+	policies   int
 )
 
 // bootNamespace holds the firewalls' boot ServiceAccounts, as the extension's
@@ -60,6 +63,18 @@ var _ = BeforeSuite(func() {
 	for _, obj := range nodeagent.GetCertificateSigningRequestClusterRoleBindings() {
 		Expect(testClient.Create(context.Background(), obj)).To(Succeed())
 	}
+
+	// The chart's admission policy for firewall CSRs, as gardenlet installs it.
+	objs, err := framework.RenderChart(bootNamespace, seed.Config.Host)
+	Expect(err).NotTo(HaveOccurred())
+	for _, o := range objs {
+		switch o.(type) {
+		case *admissionregistrationv1.ValidatingAdmissionPolicy, *admissionregistrationv1.ValidatingAdmissionPolicyBinding:
+			Expect(testClient.Create(context.Background(), o)).To(Succeed())
+			policies++
+		}
+	}
+	Expect(policies).To(Equal(2), "the chart's ValidatingAdmissionPolicy and its binding")
 
 	mgr, err := manager.New(seed.Config, manager.Options{Scheme: scheme, Metrics: metricsserver.Options{BindAddress: "0"}})
 	Expect(err).NotTo(HaveOccurred())

@@ -5,6 +5,7 @@ import (
 	"crypto/elliptic"
 	"crypto/rand"
 	"crypto/x509/pkix"
+	"strings"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -12,7 +13,9 @@ import (
 	authenticationv1 "k8s.io/api/authentication/v1"
 	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apiserver/pkg/authentication/serviceaccount"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -105,24 +108,53 @@ type request struct {
 	csrName  string
 }
 
-// create creates the CSR as cfg and returns its name.
+// create creates the CSR as cfg and returns its name. Unless the request
+// names one, it takes the name the requester may use (a firewall identity's
+// one CSR name, which the admission policy insists on), replacing an earlier
+// one as the agent does.
 func (r request) create(ctx SpecContext, cfg *rest.Config) string {
+	GinkgoHelper()
 	csrPEM, err := certutil.MakeCSR(r.key, &r.subject, r.dnsNames, nil)
-	ExpectWithOffset(1, err).NotTo(HaveOccurred())
+	Expect(err).NotTo(HaveOccurred())
 	cs, err := kubernetes.NewForConfig(cfg)
-	ExpectWithOffset(1, err).NotTo(HaveOccurred())
+	Expect(err).NotTo(HaveOccurred())
 	meta := metav1.ObjectMeta{Name: r.csrName}
+	if meta.Name == "" {
+		meta.Name = ownCSRName(ctx, cs)
+	}
 	if meta.Name == "" {
 		meta.GenerateName = "hostile-"
 	}
-	req, err := cs.CertificatesV1().CertificateSigningRequests().Create(ctx, &certificatesv1.CertificateSigningRequest{
+	csr := &certificatesv1.CertificateSigningRequest{
 		ObjectMeta: meta,
 		Spec: certificatesv1.CertificateSigningRequestSpec{
 			Request: csrPEM, SignerName: r.signer, Usages: r.usages, ExpirationSeconds: ptr.To(r.seconds),
 		},
-	}, metav1.CreateOptions{})
-	ExpectWithOffset(1, err).NotTo(HaveOccurred())
+	}
+	api := cs.CertificatesV1().CertificateSigningRequests()
+	req, err := api.Create(ctx, csr, metav1.CreateOptions{})
+	if apierrors.IsAlreadyExists(err) {
+		Expect(api.Delete(ctx, meta.Name, metav1.DeleteOptions{})).To(Succeed())
+		req, err = api.Create(ctx, csr, metav1.CreateOptions{})
+	}
+	Expect(err).NotTo(HaveOccurred())
 	return req.Name
+}
+
+// ownCSRName is the one CSR name of the firewall identity cs authenticates
+// as, "" for any other identity.
+func ownCSRName(ctx SpecContext, cs kubernetes.Interface) string {
+	GinkgoHelper()
+	review, err := cs.AuthenticationV1().SelfSubjectReviews().Create(ctx, &authenticationv1.SelfSubjectReview{}, metav1.CreateOptions{})
+	Expect(err).NotTo(HaveOccurred())
+	user := review.Status.UserInfo.Username
+	if ns, name, err := firewallv1alpha1.ParseAgentUserName(user); err == nil {
+		return firewallv1alpha1.CSRName(ns, name)
+	}
+	if rest, ok := strings.CutPrefix(user, serviceaccount.MakeUsername(bootNamespace, "firewall-boot.")); ok {
+		return "firewall." + rest
+	}
+	return ""
 }
 
 // decision is how the CSR stands: "APPROVED", "DENIED: <reason>" or "" (undecided).
