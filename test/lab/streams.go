@@ -10,8 +10,8 @@ import (
 	"path/filepath"
 	"regexp"
 	"strconv"
-	"strings"
 	"syscall"
+	"strings"
 	"time"
 
 	"github.com/metal-firewall/gardener-extension-firewall/test/lab/stream"
@@ -93,6 +93,7 @@ func (l *Lab) StartStreams(ctx context.Context) (_ *Streams, err error) {
 		}
 		cmd := exec.Command(bin, args...) //nolint:gosec // the lab's own probe
 		cmd.Stdout, cmd.Stderr = log, log
+		cmd.SysProcAttr = dieWithTest()
 		err = cmd.Start()
 		_ = log.Close()
 		if err != nil {
@@ -129,6 +130,7 @@ func (s *Streams) StartIperf(ctx context.Context) error {
 	s.iperf = exec.Command("iperf3", "--client", LoadBalancerAddress.String(), "--port", strconv.Itoa(IperfPort), //nolint:gosec // fixed arguments
 		"--bitrate", iperfRate, "--time", "3600", "--interval", "1", "--forceflush", "--connect-timeout", "3000")
 	s.iperf.Stdout, s.iperf.Stderr = out, out
+	s.iperf.SysProcAttr = dieWithTest()
 	return s.iperf.Start()
 }
 
@@ -251,4 +253,10 @@ func (m *Machine) StreamCounters(ctx context.Context) (map[int]int, error) {
 		counts[port] += n
 	}
 	return counts, nil
+}
+
+// dieWithTest has the kernel kill a process of this host when the test
+// process dies without its cleanup (a timeout, SIGQUIT), as the lab's qemu.
+func dieWithTest() *syscall.SysProcAttr {
+	return &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 }

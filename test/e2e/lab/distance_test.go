@@ -153,7 +153,7 @@ func distanceSpecs(e *labEnv) {
 				g.Expect(newMachine).NotTo(BeNil(), "the lab booted the new machine")
 				g.Expect(newMachine.WaitBooted(ctx)).To(Equal("running"))
 				g.Expect(e.exec(ctx, newMachine, "systemctl is-active firewall-agent.service || true")).To(Equal("active"))
-			}).WithTimeout(8 * time.Minute).WithPolling(2 * time.Second).Should(Succeed())
+			}).WithTimeout(14 * time.Minute).WithPolling(2 * time.Second).Should(Succeed())
 			// After the boot step, which loads the image's nftables files, and
 			// before traffic can move: the old firewall announces 0 until the
 			// new one is Ready.

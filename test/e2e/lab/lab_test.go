@@ -11,6 +11,7 @@ import (
 	"encoding/hex"
 	"encoding/pem"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/netip"
@@ -210,9 +211,13 @@ var _ = Describe("Firewall machines in the lab", Ordered, func() {
 		hw = &lab.Hardware{Lab: l, Images: map[string]lab.Image{recipeImage: recipe},
 			// What the image's own table lets through, and no policy of the agent:
 			// the forbidden probes.
-			FirewallRules: lab.ProbeFirewallRules()}
+			FirewallRules: lab.ProbeFirewallRules(),
+			// A boot under the distance specs' streams takes minutes of emulation.
+			BootTimeout: 12 * time.Minute}
 		opts := metalapi.Inventory(project)
 		opts.Hardware = hw
+		// Its errors: a machine that did not boot, a violation of the spec.
+		opts.Log = slog.New(slog.NewTextHandler(GinkgoWriter, nil))
 		server, err = metalapi.New(opts)
 		Expect(err).NotTo(HaveOccurred())
 		DeferCleanup(func() {
