@@ -12,22 +12,61 @@ import (
 )
 
 // dangerous is what no firewall boot identity may be allowed anywhere in the
-// seed: becoming a node (the CSR auto-approval of kubelet client
-// certificates, the attack a bootstrap token enabled on every ManagedSeed),
-// approving or signing certificates, minting tokens, reading secrets,
-// starting pods, or anything at all.
+// seed (Namespace "" asks about every namespace at once): becoming a node
+// (the CSR auto-approval of kubelet client certificates, the attack a
+// bootstrap token enabled on every ManagedSeed), approving or signing
+// certificates, acting as someone else, granting itself more, minting tokens,
+// reading secrets, running or entering pods, reaching nodes, changing
+// admission, or anything at all. A SubjectAccessReview without a name is
+// answered by rules without resourceNames; the names below are the ones a
+// grant limited by name would aim at.
 func dangerous(bootNamespace string) []authorizationv1.ResourceAttributes {
+	const rbac, apps, admission = "rbac.authorization.k8s.io", "apps", "admissionregistration.k8s.io"
 	return []authorizationv1.ResourceAttributes{
 		{Group: certificatesv1.GroupName, Resource: "certificatesigningrequests", Subresource: "nodeclient", Verb: "create"},
 		{Group: certificatesv1.GroupName, Resource: "certificatesigningrequests", Subresource: "selfnodeclient", Verb: "create"},
 		{Group: certificatesv1.GroupName, Resource: "signers", Name: certificatesv1.KubeAPIServerClientKubeletSignerName, Verb: "approve"},
 		{Group: certificatesv1.GroupName, Resource: "signers", Name: certificatesv1.KubeAPIServerClientSignerName, Verb: "approve"},
 		{Group: certificatesv1.GroupName, Resource: "certificatesigningrequests", Subresource: "approval", Verb: "update"},
+		// Acting as someone else.
+		{Resource: "users", Verb: "impersonate"},
+		{Resource: "users", Name: "system:admin", Verb: "impersonate"},
+		{Resource: "groups", Verb: "impersonate"},
+		{Resource: "groups", Name: "system:masters", Verb: "impersonate"},
+		{Resource: "serviceaccounts", Verb: "impersonate"},
+		{Group: "authentication.k8s.io", Resource: "uids", Verb: "impersonate"},
+		{Group: "authentication.k8s.io", Resource: "userextras", Verb: "impersonate"},
+		// Granting itself more.
+		{Group: rbac, Resource: "clusterroles", Verb: "escalate"},
+		{Group: rbac, Resource: "clusterroles", Verb: "bind"},
+		{Group: rbac, Resource: "roles", Verb: "escalate"},
+		{Group: rbac, Resource: "roles", Verb: "bind"},
+		{Group: rbac, Resource: "clusterrolebindings", Verb: "create"},
+		{Group: rbac, Resource: "rolebindings", Verb: "create"},
+		// Tokens and secrets, anywhere.
 		{Resource: "serviceaccounts", Subresource: "token", Namespace: bootNamespace, Verb: "create"},
+		{Resource: "serviceaccounts", Subresource: "token", Verb: "create"},
 		{Resource: "secrets", Namespace: bootNamespace, Verb: "get"},
 		{Resource: "secrets", Namespace: metav1.NamespaceSystem, Verb: "list"},
+		{Resource: "secrets", Verb: "get"},
+		{Resource: "secrets", Verb: "list"},
+		{Resource: "secrets", Verb: "watch"},
+		// Running or entering pods, reaching nodes.
 		{Resource: "pods", Namespace: metav1.NamespaceSystem, Verb: "create"},
+		{Resource: "pods", Verb: "create"},
+		{Resource: "pods", Subresource: "exec", Verb: "create"},
+		{Resource: "pods", Subresource: "attach", Verb: "create"},
+		{Resource: "pods", Subresource: "ephemeralcontainers", Verb: "patch"},
+		{Group: apps, Resource: "deployments", Verb: "create"},
+		{Group: apps, Resource: "daemonsets", Verb: "create"},
 		{Resource: "nodes", Verb: "get"},
+		{Resource: "nodes", Subresource: "proxy", Verb: "get"},
+		{Resource: "nodes", Verb: "patch"},
+		// Changing what admission lets through.
+		{Group: admission, Resource: "mutatingwebhookconfigurations", Verb: "create"},
+		{Group: admission, Resource: "validatingwebhookconfigurations", Verb: "update"},
+		{Group: admission, Resource: "validatingadmissionpolicies", Verb: "update"},
+		{Group: admission, Resource: "validatingadmissionpolicybindings", Verb: "delete"},
 		{Group: "*", Resource: "*", Verb: "*"},
 	}
 }

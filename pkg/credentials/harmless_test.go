@@ -64,7 +64,7 @@ var _ = Describe("BootIdentityHarmless", func() {
 
 	It("names every dangerous permission the seed grants", func() {
 		allow = func(a *authorizationv1.ResourceAttributes) bool {
-			return a.Subresource == "nodeclient" || (a.Resource == "secrets" && a.Verb == "get")
+			return a.Subresource == "nodeclient" || (a.Resource == "secrets" && a.Verb == "get" && a.Namespace == bootNamespace)
 		}
 		Expect(harmless()).To(ConsistOf(
 			"create certificatesigningrequests/nodeclient.certificates.k8s.io",
