@@ -66,6 +66,16 @@ var _ = Describe("Options", func() {
 			Expect(p).NotTo(BeNil())
 		})
 
+		It("refuses an http metal-api unless told to accept it", func() {
+			key := filepath.Join(GinkgoT().TempDir(), "hmac")
+			Expect(os.WriteFile(key, []byte("secret\n"), 0o600)).To(Succeed())
+			_, err := NewMachineProvider(parse("--metal-api-url=http://metal.example.com/metal", "--metal-api-hmac-file="+key))
+			Expect(err).To(MatchError(ContainSubstring(`--metal-api-url "http://metal.example.com/metal": must be https`)))
+			p, err := NewMachineProvider(parse("--metal-api-url=http://metal.example.com/metal", "--metal-api-hmac-file="+key, "--metal-api-allow-http"))
+			Expect(err).NotTo(HaveOccurred())
+			Expect(p).NotTo(BeNil())
+		})
+
 		It("falls back to a provider that reports why, so that the binary (and its acl) runs on", func(ctx SpecContext) {
 			p := MachineProviderOrUnavailable(parse())
 			Expect(p).To(BeAssignableToTypeOf(machine.Unavailable{}))

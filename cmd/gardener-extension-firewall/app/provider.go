@@ -27,6 +27,9 @@ type MetalOptions struct {
 	HMACFile string
 	AuthType string
 	Timeout  time.Duration
+	// AllowHTTP accepts an http:// URL: the HMAC and the answers (machines,
+	// firewall rules) would cross the network in the clear.
+	AllowHTTP bool
 }
 
 // AddFlags registers the metal provider's flags.
@@ -35,6 +38,7 @@ func (o *MetalOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.HMACFile, "metal-api-hmac-file", "", "metal provider: file holding the metal-api HMAC key (a mounted Secret; read on every request, so a rotated key needs no restart)")
 	fs.StringVar(&o.AuthType, "metal-api-hmac-auth-type", metalclient.AuthTypeEdit, fmt.Sprintf("metal provider: the HMAC auth type of the key, one of %v; allocating and freeing needs %s", metalclient.AuthTypes, metalclient.AuthTypeEdit))
 	fs.DurationVar(&o.Timeout, "metal-api-timeout", metal.DefaultTimeout, "metal provider: longest wait for one metal-api call")
+	fs.BoolVar(&o.AllowHTTP, "metal-api-allow-http", false, "metal provider: accept an http:// --metal-api-url (requests and answers unencrypted; a lab, or a metal-api reached only through a trusted network)")
 }
 
 // validate says everything that is wrong with the metal flags, at once.
@@ -42,8 +46,10 @@ func (o *MetalOptions) validate() error {
 	var errs []error
 	if o.URL == "" {
 		errs = append(errs, errors.New("--metal-api-url is required"))
-	} else if _, err := metalclient.ParseURL(o.URL); err != nil {
+	} else if u, err := metalclient.ParseURL(o.URL); err != nil {
 		errs = append(errs, fmt.Errorf("--metal-api-url: %w", err))
+	} else if u.Scheme == "http" && !o.AllowHTTP {
+		errs = append(errs, fmt.Errorf("--metal-api-url %q: must be https (the HMAC key's requests and the metal-api's answers would cross the network in the clear); --metal-api-allow-http accepts http", o.URL))
 	}
 	if o.HMACFile == "" {
 		errs = append(errs, errors.New("--metal-api-hmac-file is required"))

@@ -59,7 +59,7 @@ var _ = Describe("Agent with sources.metal", func() {
 		dir := GinkgoT().TempDir()
 		Expect(os.WriteFile(filepath.Join(dir, "metal.hmac"), []byte(metalapi.ViewKey), 0o600)).To(Succeed())
 		path := filepath.Join(dir, "config.yaml")
-		Expect(os.WriteFile(path, []byte("name: fw-a\nsources:\n  metal: {url: "+server.URL+", hmacFile: "+filepath.Join(dir, "metal.hmac")+", type: Metal-View, projectID: "+project+"}\n"+
+		Expect(os.WriteFile(path, []byte("name: fw-a\nsources:\n  metal: {url: "+server.URL+", hmacFile: "+filepath.Join(dir, "metal.hmac")+", type: Metal-View, projectID: "+project+", allowHTTP: true}\n"+
 			"controllers:\n  firewall: {source: metal}\n  cwnp: {source: metal}\n"), 0o600)).To(Succeed())
 		fake = &fakeApplier{}
 		logs = gbytes.NewBuffer()

@@ -30,6 +30,12 @@ controllers:
 		Expect(cfg.Sources.Metal.Type).To(Equal(agentconfigv1alpha1.MetalAuthTypeView))
 	})
 
+	It("accepts an http URL only when told to", func() {
+		cfg, err := config.Parse([]byte("name: fw\n" + strings.Replace(metal, "https://metal-api.example.com/metal\",", "http://metal-api.example.com/metal\", allowHTTP: true,", 1)))
+		Expect(err).NotTo(HaveOccurred())
+		Expect(cfg.Sources.Metal.URL).To(Equal("http://metal-api.example.com/metal"))
+	})
+
 	DescribeTable("refuses what is wrong, naming the field, never the key",
 		func(old, replacement string, want ...string) {
 			Expect(metal).To(ContainSubstring(old))
@@ -47,6 +53,7 @@ controllers:
 		Entry("a key file with ..", "/etc/firewall-agent/metal.hmac", "/etc/../etc/shadow", "sources.metal.hmacFile: Invalid value"),
 		Entry("no URL", `url: "https://metal-api.example.com/metal", `, "", "sources.metal.url: Required value"),
 		Entry("no http URL", "https://metal-api.example.com/metal", "file:///etc/passwd", `sources.metal.url: Invalid value: "file:///etc/passwd"`),
+		Entry("an http URL", "https://metal-api.example.com", "http://metal-api.example.com", `sources.metal.url: Invalid value: "http://metal-api.example.com/metal": must be https`),
 		Entry("credentials in the URL", "https://metal-api.example.com", "https://admin:s3cr3t@metal-api.example.com", "sources.metal.url: Invalid value: \"(redacted)\": must not carry user information"),
 		Entry("an edit key", "type: Metal-View", "type: Metal-Edit", `sources.metal.type: Unsupported value: "Metal-Edit": supported values: "Metal-View"`),
 		Entry("no project", ", projectID: p-1", "", "sources.metal.projectID: Required value"),

@@ -99,7 +99,7 @@ var _ = Describe("firewall agent with sources.metal only", func() {
 		Expect(os.WriteFile(filepath.Join(dir, "metal.hmac"), []byte(metalapi.ViewKey+"\n"), 0o600)).To(Succeed())
 		cfg := filepath.Join(dir, "config.yaml")
 		Expect(os.WriteFile(cfg, []byte("name: fw-test\nsources:\n  metal: {url: "+server.URL+", hmacFile: "+filepath.Join(dir, "metal.hmac")+
-			", type: Metal-View, projectID: "+project+"}\ncontrollers:\n  firewall: {source: metal}\n  cwnp: {source: metal}\n"), 0o600)).To(Succeed())
+			", type: Metal-View, projectID: "+project+", allowHTTP: true}\ncontrollers:\n  firewall: {source: metal}\n  cwnp: {source: metal}\n"), 0o600)).To(Succeed())
 		logs = gbytes.NewBuffer()
 		cmd := exec.Command("ip", "netns", "exec", t.fw.Name, binary, "--last-good-ruleset", lastGoodPath(), "--config", cfg, "--metal-interval", "500ms", "--metrics-bind-address", "0",
 			"--snat-address-record", filepath.Join(dir, "snat.json"))

@@ -61,7 +61,7 @@ var _ = Describe("firewall Extensions on metal at scale", Label("bench"), func()
 		hmac := filepath.Join(dir, "hmac")
 		Expect(os.WriteFile(hmac, []byte(metalapi.EditKey), 0o600)).To(Succeed())
 		extension, err := framework.StartExtensionProcess(ctx, binary, dir, cp,
-			"--machine-provider=metal", "--metal-api-url="+server.URL, "--metal-api-hmac-file="+hmac, "--metal-api-hmac-auth-type=Metal-Edit")
+			"--machine-provider=metal", "--metal-api-url="+server.URL, "--metal-api-hmac-file="+hmac, "--metal-api-hmac-auth-type=Metal-Edit", "--metal-api-allow-http")
 		Expect(err).NotTo(HaveOccurred())
 		DeferCleanup(func() { extension.Stop(os.Getenv("BENCH_KEEP_LOG")) })
 		logFile := extension.LogFile

@@ -138,6 +138,10 @@ type MetalSource struct {
 	Type string `json:"type,omitempty"`
 	// ProjectID is the metal project of the firewall.
 	ProjectID string `json:"projectID"`
+	// AllowHTTP accepts an http:// URL: the HMAC-signed requests and the
+	// answers (the firewall's rules) then cross the network unencrypted.
+	// https only when false.
+	AllowHTTP bool `json:"allowHTTP,omitempty"`
 }
 
 // MetalAuthTypeView is the one HMAC auth type the agent takes.

@@ -19,9 +19,9 @@ const (
 	MaxHMACBytes = 4096
 )
 
-// validateMetalSource checks the metal-api source: an absolute http(s) URL
-// without credentials, exactly one of hmac and hmacFile, a view key, the
-// project's metal ID.
+// validateMetalSource checks the metal-api source: an absolute https URL
+// (http only with allowHTTP) without credentials, exactly one of hmac and
+// hmacFile, a view key, the project's metal ID.
 func validateMetalSource(s *agentconfigv1alpha1.MetalSource, fldPath *field.Path) field.ErrorList {
 	var allErrs field.ErrorList
 	urlPath := fldPath.Child("url")
@@ -35,6 +35,8 @@ func validateMetalSource(s *agentconfigv1alpha1.MetalSource, fldPath *field.Path
 	case u.User != nil:
 		// Not quoted: the user information may be a secret.
 		allErrs = append(allErrs, field.Invalid(urlPath, "(redacted)", "must not carry user information"))
+	case u.Scheme == "http" && !s.AllowHTTP:
+		allErrs = append(allErrs, fielderrors.Invalid(urlPath, s.URL, "must be https: the signed requests and the rules would cross the network in the clear (allowHTTP: true accepts http)"))
 	}
 	switch {
 	case s.HMAC == "" && s.HMACFile == "":
