@@ -1,8 +1,6 @@
 package firewall
 
 import (
-	"sigs.k8s.io/yaml"
-
 	agentconfigv1alpha1 "github.com/metal-firewall/gardener-extension-firewall/pkg/apis/agentconfig/v1alpha1"
 	firewallv1alpha1 "github.com/metal-firewall/gardener-extension-firewall/pkg/apis/firewall/v1alpha1"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/constants"
@@ -25,7 +23,7 @@ func agentConfig(namespace string, dns *agentconfigv1alpha1.DNS, dropLog *agentc
 	if selfUpdate {
 		firewall.SelfUpdate = &agentconfigv1alpha1.SelfUpdate{Enabled: true, PublicKeyFile: agentconfigv1alpha1.UpdatePublicKeyPath}
 	}
-	return yaml.Marshal(&agentconfigv1alpha1.Config{
+	return agentconfigv1alpha1.Marshal(&agentconfigv1alpha1.Config{
 		DNS:     dns,
 		DropLog: dropLog,
 		Metrics: metrics,

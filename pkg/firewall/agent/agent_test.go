@@ -1,6 +1,8 @@
 package agent_test
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"context"
 	"errors"
 	"log/slog"
@@ -16,6 +18,7 @@ import (
 	. "github.com/onsi/gomega"
 	"github.com/onsi/gomega/gbytes"
 
+	agentconfigv1alpha1 "github.com/metal-firewall/gardener-extension-firewall/pkg/apis/agentconfig/v1alpha1"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/firewall/agent"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/firewall/metrics"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/firewall/metrics/metricstest"
@@ -169,6 +172,27 @@ var _ = Describe("Agent", func() {
 		Eventually(logs).Should(gbytes.Say(`apply failed; the previous ruleset stays in force.*kernel says no`))
 		write(strings.Replace(cfg, "443", "9444", 1))
 		Eventually(fake.last).Should(ContainSubstring(". tcp . 9444"))
+	})
+
+	It("keeps the ruleset when a generated config is cut short: its digest no longer matches", func() {
+		seal := func(content string) string {
+			sum := sha256.Sum256([]byte(content))
+			return agentconfigv1alpha1.DigestPrefix + hex.EncodeToString(sum[:]) + "\n" + content
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error)
+		go func() { done <- a.Run(ctx) }()
+		DeferCleanup(func() { cancel(); Eventually(done).Should(Receive(BeNil())) })
+		Eventually(fake.count).Should(Equal(1))
+
+		write(seal(strings.Replace(cfg, "443", "8443", 1)))
+		Eventually(fake.last).Should(ContainSubstring(". tcp . 8443"))
+		n := fake.count()
+
+		full := seal(strings.Replace(cfg, "443", "9443", 1))
+		write(full[:strings.LastIndex(strings.TrimSuffix(full, "\n"), "\n")+1])
+		Eventually(logs).Should(gbytes.Say(`config changed but is invalid; keeping the ruleset in force.*does not match its content`))
+		Consistently(fake.count, 100*time.Millisecond).Should(Equal(n))
 	})
 
 	It("resyncs periodically from the kernel's state", func() {

@@ -42,6 +42,11 @@ func Parse(data []byte) (*agentconfigv1alpha1.Config, error) {
 // kubeconfigs) must lie in it. A relative dir is taken from the working
 // directory.
 func ParseInDir(data []byte, dir string) (*agentconfigv1alpha1.Config, error) {
+	if len(data) <= MaxBytes {
+		if err := agentconfigv1alpha1.CheckDigest(data); err != nil {
+			return nil, fmt.Errorf("config: %w", err)
+		}
+	}
 	cfg := &agentconfigv1alpha1.Config{}
 	if errs := strict.Decode(data, cfg, field.NewPath("config"), strict.Options{
 		MaxBytes: MaxBytes,

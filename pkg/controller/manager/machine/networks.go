@@ -6,7 +6,6 @@ import (
 	"strings"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
-	"sigs.k8s.io/yaml"
 
 	agentconfigv1alpha1 "github.com/metal-firewall/gardener-extension-firewall/pkg/apis/agentconfig/v1alpha1"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/utils/strict"
@@ -44,7 +43,7 @@ func WithMachine(files []File, networks []agentconfigv1alpha1.Network, routing *
 		if routing != nil {
 			cfg.Routing = routing
 		}
-		data, err := yaml.Marshal(cfg)
+		data, err := agentconfigv1alpha1.Marshal(cfg)
 		if err != nil {
 			return nil, err
 		}
