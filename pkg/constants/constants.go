@@ -77,6 +77,9 @@ const (
 	// receiver and the only one the receiver accepts: the shoot's API
 	// rejects such tokens.
 	DropAudience = "firewall-drop.metal-firewall.io"
+	// AgentShootPolicyName is the shoot's ValidatingAdmissionPolicy (and its
+	// binding) that bounds the tokens and EndpointSlices the agent writes.
+	AgentShootPolicyName = "firewall-agent.metal-firewall.io"
 	// MetalStackPolicyGroup is the API group of metal-stack's firewall-
 	// controller, whose ClusterwideNetworkPolicies (version v1) the agent
 	// enforces too.

@@ -83,6 +83,7 @@ func ShootObjects(droptailerImage string) ([]client.Object, error) {
 			Subjects:   []rbacv1.Subject{agent},
 		},
 	)
+	objects = append(objects, agentShootPolicy()...)
 	if droptailerImage != "" {
 		objects = append(objects, droptailerObjects(droptailerImage)...)
 	}

@@ -1,0 +1,73 @@
+package firewall
+
+import (
+	"fmt"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apiserver/pkg/authentication/serviceaccount"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	firewallv1alpha1 "github.com/metal-firewall/gardener-extension-firewall/pkg/apis/firewall/v1alpha1"
+	"github.com/metal-firewall/gardener-extension-firewall/pkg/constants"
+)
+
+// agentTokenSeconds is the longest token the agent may mint for the drop
+// receiver: what it asks for (the API's minimum).
+const agentTokenSeconds = 600
+
+// agentShootPolicy bounds, in the shoot's kube-apiserver, what RBAC cannot:
+// the agent's ServiceAccount mints tokens only for the drop receiver's
+// audience and for 10 minutes (RBAC's create on serviceaccounts/token would
+// let a stolen shoot token mint a long-lived one), and writes EndpointSlices
+// only of its metrics Service (not of the drop receiver's, which would
+// redirect what the agents send). Shoots are Kubernetes >= 1.32 under
+// Gardener v1.150, so ValidatingAdmissionPolicy is GA there.
+func agentShootPolicy() []client.Object {
+	agent := serviceaccount.MakeUsername(metav1.NamespaceSystem, constants.AgentServiceAccountName)
+	return []client.Object{
+		&admissionregistrationv1.ValidatingAdmissionPolicy{
+			ObjectMeta: metav1.ObjectMeta{Name: constants.AgentShootPolicyName},
+			Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
+				FailurePolicy: ptr.To(admissionregistrationv1.Fail),
+				MatchConstraints: &admissionregistrationv1.MatchResources{ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{
+					{RuleWithOperations: admissionregistrationv1.RuleWithOperations{
+						Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create},
+						Rule:       admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"serviceaccounts/token"}},
+					}},
+					{RuleWithOperations: admissionregistrationv1.RuleWithOperations{
+						Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update},
+						Rule:       admissionregistrationv1.Rule{APIGroups: []string{"discovery.k8s.io"}, APIVersions: []string{"*"}, Resources: []string{"endpointslices"}},
+					}},
+				}},
+				MatchConditions: []admissionregistrationv1.MatchCondition{{
+					Name: "firewall-agent", Expression: fmt.Sprintf("request.userInfo.username == '%s'", agent),
+				}},
+				Validations: []admissionregistrationv1.Validation{
+					{
+						Expression: fmt.Sprintf("request.resource.resource != 'serviceaccounts' || (has(object.spec.audiences) && object.spec.audiences == ['%s'])", constants.DropAudience),
+						Message:    fmt.Sprintf("the firewall agent mints tokens for the audience %s only", constants.DropAudience),
+					},
+					{
+						Expression: fmt.Sprintf("request.resource.resource != 'serviceaccounts' || (has(object.spec.expirationSeconds) && object.spec.expirationSeconds <= %d)", agentTokenSeconds),
+						Message:    fmt.Sprintf("the firewall agent mints tokens of at most %d seconds", agentTokenSeconds),
+					},
+					{
+						Expression: fmt.Sprintf("request.resource.resource != 'endpointslices' || "+
+							"(has(object.metadata.labels) && 'kubernetes.io/service-name' in object.metadata.labels && object.metadata.labels['kubernetes.io/service-name'] == '%s')",
+							firewallv1alpha1.MetricsServiceName),
+						Message: fmt.Sprintf("the firewall agent writes EndpointSlices of the Service %s only", firewallv1alpha1.MetricsServiceName),
+					},
+				},
+			},
+		},
+		&admissionregistrationv1.ValidatingAdmissionPolicyBinding{
+			ObjectMeta: metav1.ObjectMeta{Name: constants.AgentShootPolicyName},
+			Spec: admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{
+				PolicyName:        constants.AgentShootPolicyName,
+				ValidationActions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny},
+			},
+		},
+	}
+}

@@ -1,0 +1,69 @@
+package agent_test
+
+import (
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/utils/ptr"
+
+	fwv1alpha1 "github.com/metal-firewall/gardener-extension-firewall/pkg/apis/firewall/v1alpha1"
+	"github.com/metal-firewall/gardener-extension-firewall/pkg/constants"
+)
+
+// Issue #30, finding 2: the agent's 1 h shoot token could mint a token with
+// a 10-year expiry request, and create EndpointSlices that point the drop
+// receiver's Service elsewhere. The shoot's admission policy (what the
+// extension's ManagedResource deploys) allows neither.
+var _ = Describe("the agent's shoot credential", func() {
+	It("mints only short tokens for the drop receiver, and writes EndpointSlices of its metrics Service only", func(ctx SpecContext) {
+		_, kubeconfig := startShoot(ctx)
+		cfg, err := clientcmd.RESTConfigFromKubeConfig(kubeconfig)
+		Expect(err).NotTo(HaveOccurred())
+		agent, err := kubernetes.NewForConfig(cfg)
+		Expect(err).NotTo(HaveOccurred())
+		mint := func(audiences []string, seconds int64) error {
+			_, err := agent.CoreV1().ServiceAccounts(metav1.NamespaceSystem).CreateToken(ctx, constants.AgentServiceAccountName, &authenticationv1.TokenRequest{
+				Spec: authenticationv1.TokenRequestSpec{Audiences: audiences, ExpirationSeconds: ptr.To(seconds)},
+			}, metav1.CreateOptions{})
+			return err
+		}
+		tenYears := int64(10 * 365 * 24 * 3600)
+
+		By("waiting until the policy is in force")
+		Eventually(func() error { return mint([]string{constants.DropAudience}, tenYears) }).
+			Should(MatchError(ContainSubstring("mints tokens of at most 600 seconds")))
+
+		By("a token for the shoot's own API, or for ten years, is refused; the receiver's 10-minute token is not")
+		Expect(mint(nil, 600)).To(MatchError(ContainSubstring("mints tokens for the audience " + constants.DropAudience + " only")))
+		Expect(mint([]string{constants.DropAudience, "https://kubernetes.default.svc"}, 600)).To(MatchError(ContainSubstring("for the audience")))
+		Expect(mint([]string{constants.DropAudience}, tenYears)).To(MatchError(ContainSubstring("of at most 600 seconds")))
+		Expect(mint([]string{constants.DropAudience}, 600)).To(Succeed())
+
+		By("an EndpointSlice of the drop receiver is refused; one of the metrics Service is not")
+		slice := func(service, name string) *discoveryv1.EndpointSlice {
+			return &discoveryv1.EndpointSlice{
+				ObjectMeta:  metav1.ObjectMeta{Name: name, Namespace: constants.ShootNamespace, Labels: map[string]string{discoveryv1.LabelServiceName: service}},
+				AddressType: discoveryv1.AddressTypeIPv4,
+				Endpoints:   []discoveryv1.Endpoint{{Addresses: []string{"203.0.113.66"}}},
+			}
+		}
+		_, err = agent.DiscoveryV1().EndpointSlices(constants.ShootNamespace).Create(ctx, slice(constants.DropReceiverName, "firewall-drop-evil"), metav1.CreateOptions{})
+		Expect(err).To(MatchError(ContainSubstring("writes EndpointSlices of the Service " + fwv1alpha1.MetricsServiceName + " only")))
+		unlabelled := slice("", "no-service")
+		unlabelled.Labels = nil
+		_, err = agent.DiscoveryV1().EndpointSlices(constants.ShootNamespace).Create(ctx, unlabelled, metav1.CreateOptions{})
+		Expect(err).To(MatchError(ContainSubstring("EndpointSlices of the Service")))
+		mine, err := agent.DiscoveryV1().EndpointSlices(constants.ShootNamespace).Create(ctx, slice(fwv1alpha1.MetricsServiceName, "fw-a"), metav1.CreateOptions{})
+		Expect(err).NotTo(HaveOccurred())
+
+		By("nor can it relabel its own slice to the drop receiver")
+		patch := []byte(`{"metadata":{"labels":{"` + discoveryv1.LabelServiceName + `":"` + constants.DropReceiverName + `"}}}`)
+		_, err = agent.DiscoveryV1().EndpointSlices(constants.ShootNamespace).Patch(ctx, mine.Name, types.MergePatchType, patch, metav1.PatchOptions{})
+		Expect(err).To(MatchError(ContainSubstring("EndpointSlices of the Service")))
+	})
+})
