@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"sync"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -66,8 +67,8 @@ func describeStreams(title string, res lab.StreamsResult, counters map[string]ma
 		name string
 		r    labstream.Report
 	}{{"node -> host", res.ToHost}, {"host -> node", res.ToNode}} {
-		s += fmt.Sprintf("  %s: %d received, %d lost, %d duplicates, largest gap %.1f ms, carrier switches %d, carriers %+v\n",
-			d.name, d.r.Received, d.r.Lost(), d.r.Duplicates, d.r.LargestGapMS, d.r.Switches, d.r.Carriers)
+		s += fmt.Sprintf("  %s: %d received, %d lost, %d duplicates, largest gap %.1f ms, carrier switches %d, carriers %+v, switches %+v\n",
+			d.name, d.r.Received, d.r.Lost(), d.r.Duplicates, d.r.LargestGapMS, d.r.Switches, d.r.Carriers, d.r.SwitchLog)
 	}
 	if counters != nil {
 		s += fmt.Sprintf("  firewall counters (packets to %d, %d): %v\n", lab.StreamToHost, lab.StreamToNode, counters)
@@ -136,7 +137,28 @@ func distanceSpecs(e *labEnv) {
 			// Both must be measured from before the roll: the new firewall, and
 			// the old one's distance in force until it goes.
 			counters := map[string]map[int]int{}
+			// What the old firewall announced, sampled on its own: the loop
+			// below waits on the lab machines, which are slow under the roll.
+			var mu sync.Mutex
 			oldAnnounced := map[int32]bool{}
+			sampling, stopSampling := context.WithCancel(ctx)
+			sampled := make(chan struct{})
+			go func() {
+				defer GinkgoRecover()
+				defer close(sampled)
+				for sampling.Err() == nil {
+					if fw := e.firewallOrNil(sampling, old.Name); fw != nil && fw.Status.AgentStatus != nil && fw.Status.AgentStatus.Distance != nil {
+						mu.Lock()
+						oldAnnounced[*fw.Status.AgentStatus.Distance] = true
+						mu.Unlock()
+					}
+					select {
+					case <-sampling.Done():
+					case <-time.After(500 * time.Millisecond):
+					}
+				}
+			}()
+			DeferCleanup(func() { stopSampling(); <-sampled })
 
 			By("rolling to the image recipe's image")
 			Expect(framework.UpdateProviderConfig(ctx, e.cSeed, e.extension(), e.providerConfig(target, extra))).To(Succeed())
@@ -165,14 +187,13 @@ func distanceSpecs(e *labEnv) {
 						counters[m.Name] = c
 					}
 				}
-				if fw := e.firewallOrNil(ctx, old.Name); fw != nil && fw.Status.AgentStatus != nil && fw.Status.AgentStatus.Distance != nil {
-					oldAnnounced[*fw.Status.AgentStatus.Distance] = true
-				}
 				fws := e.firewalls(ctx)
 				g.Expect(fws).To(HaveLen(1))
 				g.Expect(fws[0].Name).To(Equal(newFw.Name))
 				g.Expect(fws[0].Status.AgentStatus).To(HaveField("Distance", HaveValue(BeEquivalentTo(0))))
 			}).WithTimeout(10 * time.Minute).WithPolling(time.Second).Should(Succeed())
+			stopSampling()
+			<-sampled
 			Expect(oldAnnounced).To(HaveKey(firewallv1alpha1.LongestDistance), "the old firewall announced the longest distance before it went")
 			res, err := streams.Stop(ctx)
 			Expect(err).NotTo(HaveOccurred())

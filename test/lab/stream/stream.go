@@ -10,6 +10,7 @@ import (
 	"net"
 	"os"
 	"strconv"
+	"syscall"
 	"time"
 
 	"golang.org/x/net/ipv4"
@@ -44,8 +45,12 @@ func Send(addr, rate string) error {
 		for seq < due {
 			seq++
 			binary.BigEndian.PutUint64(buf, seq)
-			// A refused or unroutable packet is a lost probe, not a stop.
-			_, _ = conns[seq%Flows].Write(buf)
+			// A refused or unroutable packet is a lost probe, not a stop. A
+			// connected socket returns an earlier packet's ICMP error on
+			// the next write, which then did not send: send that one again.
+			if _, err := conns[seq%Flows].Write(buf); err != nil {
+				_, _ = conns[seq%Flows].Write(buf)
+			}
 		}
 	}
 	return nil
@@ -77,6 +82,19 @@ type Report struct {
 	// LastTTL is the carrier of the last packet.
 	LastTTL  int       `json:"lastTTL"`
 	Carriers []Carrier `json:"carriers"`
+	// SwitchLog is when the first MaxSwitchLog switches happened.
+	SwitchLog []Switch `json:"switchLog,omitempty"`
+}
+
+// MaxSwitchLog bounds Report.SwitchLog.
+const MaxSwitchLog = 32
+
+// Switch is one change of carrier: the packet that came with the new TTL,
+// and when, in milliseconds since the receiver started.
+type Switch struct {
+	AtMS     int64  `json:"atMS"`
+	Seq      uint64 `json:"seq"`
+	From, To int
 }
 
 // Receive receives a stream on ADDR and keeps a StreamReport in FILE,
@@ -90,10 +108,22 @@ func Receive(addr, file string) error {
 	if err := p.SetControlMessage(ipv4.FlagTTL, true); err != nil {
 		return err
 	}
-	// Room for a few seconds of packets while the report is written.
+	// Room for a minute of packets while an emulated machine starves the
+	// receiver: SO_RCVBUFFORCE passes net.core.rmem_max (as root), which
+	// would otherwise cap the buffer at about 500 packets, lost as
+	// UdpRcvbufErrors and counted here as lost on the path.
 	if u, ok := c.(*net.UDPConn); ok {
-		_ = u.SetReadBuffer(4 << 20)
+		forced := false
+		if raw, err := u.SyscallConn(); err == nil {
+			_ = raw.Control(func(fd uintptr) {
+				forced = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUFFORCE, 32<<20) == nil
+			})
+		}
+		if !forced {
+			_ = u.SetReadBuffer(32 << 20)
+		}
 	}
+	started := time.Now()
 	var (
 		r       Report
 		seen    = map[uint64]bool{}
@@ -145,6 +175,9 @@ func Receive(addr, file string) error {
 				cr.FirstSeq, cr.LastSeq = min(cr.FirstSeq, seq), max(cr.LastSeq, seq)
 				if lastTTL >= 0 && lastTTL != cm.TTL {
 					r.Switches++
+					if len(r.SwitchLog) < MaxSwitchLog {
+						r.SwitchLog = append(r.SwitchLog, Switch{AtMS: now.Sub(started).Milliseconds(), Seq: seq, From: lastTTL, To: cm.TTL})
+					}
 				}
 				lastTTL, r.LastTTL = cm.TTL, cm.TTL
 				dirty = true
