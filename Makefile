@@ -33,16 +33,20 @@ control-plane:
 # keep two cores from being oversubscribed. They run even when an earlier suite
 # failed: every result is reported and the target fails if any did.
 # hack/test-prereqs.sh installs what the root suites need (as root) or says
-# what they would need.
+# what they would need. At the end the target fails when the suites left
+# anything behind that was not there before (hack/leftovers.sh: processes,
+# network namespaces, the lab's tap, temporary folders), naming it.
 .PHONY: test
 test:
 	@hack/test-prereqs.sh
 	@assets="$$(hack/build-control-plane.sh)" || exit 1; failed=""; \
 	lab=""; if [ "$$(id -u)" = 0 ]; then lab="$$(hack/build-lab.sh)" || exit 1; fi; \
+	snap="$$(mktemp)"; hack/leftovers.sh snapshot "$$snap"; \
 	KUBEBUILDER_ASSETS="$$assets" go test $(GO_TEST_FLAGS) $$(go list ./... | grep -v /test/e2e/) || failed="$$failed unit+integration"; \
 	hack/fuzz.sh $(FUZZ_SMOKE_TIME) || failed="$$failed fuzz"; \
 	LAB_DIR="$$lab" KUBEBUILDER_ASSETS="$$assets" go test $(GO_TEST_FLAGS) ./test/e2e/... || failed="$$failed e2e"; \
 	$(MAKE) --no-print-directory test-istio || failed="$$failed istio"; \
+	hack/leftovers.sh check "$$snap" || failed="$$failed leftovers"; rm -f "$$snap"; \
 	if [ -n "$$failed" ]; then echo "make test: FAILED:$$failed"; exit 1; fi; \
 	echo "make test: all suites passed"
 

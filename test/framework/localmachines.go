@@ -1,8 +1,10 @@
 package framework
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"os"
 	"os/exec"
 
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/controller/manager/machine/local"
@@ -16,6 +18,8 @@ type LocalMachines struct {
 	InternalNetNS string
 	ExternalNetNS string
 	Provider      *local.Provider
+
+	stateDir string
 }
 
 // NewLocalMachines names the namespaces and sets up the provider with opts
@@ -25,7 +29,7 @@ func NewLocalMachines(prefix string, opts local.Options) (*LocalMachines, error)
 	if _, err := rand.Read(suffix); err != nil {
 		return nil, err
 	}
-	m := &LocalMachines{ID: hex.EncodeToString(suffix)}
+	m := &LocalMachines{ID: hex.EncodeToString(suffix), stateDir: opts.StateDir}
 	m.InternalNetNS, m.ExternalNetNS = prefix+"-int-"+m.ID, prefix+"-ext-"+m.ID
 	opts.InternalNetNS, opts.ExternalNetNS = m.InternalNetNS, m.ExternalNetNS
 	p, err := local.New(opts)
@@ -36,9 +40,17 @@ func NewLocalMachines(prefix string, opts local.Options) (*LocalMachines, error)
 	return m, nil
 }
 
-// DeleteNetNS removes the two namespaces, and with them the links into the
-// machines; the machines' own namespaces go with their Firewalls.
+// DeleteNetNS removes every machine the provider still has (its agent
+// stopped, its namespace deleted: a spec that failed, or an extension
+// stopped before its Firewalls were gone, leaves them), then the two
+// namespaces and with them the links into the machines.
 func (m *LocalMachines) DeleteNetNS() {
+	entries, _ := os.ReadDir(m.stateDir)
+	for _, e := range entries {
+		if e.IsDir() {
+			_ = m.Provider.Delete(context.Background(), e.Name())
+		}
+	}
 	for _, ns := range []string{m.InternalNetNS, m.ExternalNetNS} {
 		_ = exec.Command("ip", "netns", "delete", ns).Run()
 	}
