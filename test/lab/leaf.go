@@ -44,7 +44,10 @@ func (l *Lab) leafFRR() string {
 	w("frr version 8.4")
 	w("frr defaults datacenter")
 	w("hostname leaf")
-	w("log syslog informational")
+	// The updates the leaf receives, in its journal: when traffic moves,
+	// they say which firewall announced what.
+	w("log syslog debugging")
+	w("debug bgp updates in")
 	w("!")
 	w("vrf vrf%d", tenant)
 	w(" vni %d", tenant)

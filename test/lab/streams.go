@@ -10,8 +10,8 @@ import (
 	"path/filepath"
 	"regexp"
 	"strconv"
-	"syscall"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/metal-firewall/gardener-extension-firewall/test/lab/stream"

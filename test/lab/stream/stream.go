@@ -75,8 +75,11 @@ type Report struct {
 	MaxSeq uint64 `json:"maxSeq"`
 	// Duplicates counts sequence numbers that arrived twice.
 	Duplicates int `json:"duplicates"`
-	// LargestGapMS is the longest time between two arrivals.
-	LargestGapMS float64 `json:"largestGapMS"`
+	// LargestGapMS is the longest time between two arrivals; it ended
+	// LargestGapEndMS after the receiver started, with LargestGapSeq.
+	LargestGapMS    float64 `json:"largestGapMS"`
+	LargestGapEndMS int64   `json:"largestGapEndMS"`
+	LargestGapSeq   uint64  `json:"largestGapSeq"`
 	// Switches counts the changes of carrier in arrival order.
 	Switches int `json:"switches"`
 	// LastTTL is the carrier of the last packet.
@@ -160,8 +163,8 @@ func Receive(addr, file string) error {
 				if r.MinSeq == 0 || seq < r.MinSeq {
 					r.MinSeq = seq
 				}
-				if !last.IsZero() {
-					r.LargestGapMS = max(r.LargestGapMS, float64(now.Sub(last).Microseconds())/1000)
+				if gap := float64(now.Sub(last).Microseconds()) / 1000; !last.IsZero() && gap > r.LargestGapMS {
+					r.LargestGapMS, r.LargestGapEndMS, r.LargestGapSeq = gap, now.Sub(started).Milliseconds(), seq
 				}
 				last = now
 				i, ok := byTTL[cm.TTL]
