@@ -48,6 +48,8 @@ type ControlPlane struct {
 	env *envtest.Environment
 	ca  *clientCA
 	kcm *process
+	// watchdog kills etcd and kube-apiserver when this process dies first.
+	watchdog *watchdog
 }
 
 // Start starts a control plane and waits until it serves.
@@ -95,11 +97,16 @@ func Start(opts Options) (*ControlPlane, error) {
 		Set("enable-bootstrap-token-auth", "true").
 		Set("authorization-mode", "RBAC")
 
+	before := children(envtestProcesses...)
 	cfg, err := env.Start()
 	if err != nil {
 		return nil, fmt.Errorf("starting control plane %q: %w", opts.Name, err)
 	}
 	cp := &ControlPlane{Name: opts.Name, Config: cfg, Dir: dir, env: env, ca: ca}
+	if cp.watchdog, err = watch(before, children(envtestProcesses...)); err != nil {
+		_ = cp.Stop()
+		return nil, err
+	}
 
 	if opts.ControllerManager {
 		if err := cp.startControllerManager(assets, opts.SigningDuration); err != nil {
@@ -132,6 +139,7 @@ func (c *ControlPlane) Stop() error {
 	if err := c.env.Stop(); err != nil {
 		errs = append(errs, err)
 	}
+	c.watchdog.stop()
 	if len(errs) == 0 {
 		// Keep the logs of a control plane that did not stop cleanly.
 		errs = append(errs, os.RemoveAll(c.Dir))
