@@ -165,3 +165,42 @@ func hasLine(lines []string, want string) bool {
 	}
 	return false
 }
+
+// Commands are vtysh's arguments that put the distance of a configuration
+// Render wrote into the running FRR, touching only the agent's own lines:
+// its route-map's prepend (set replaces the one before; "no set" for 0) and
+// the route-map's attachment to peerGroup in the l2vpn evpn address family.
+// frr-reload.py would apply every difference it finds between the file and
+// the running configuration, and FRR 8.4's finds some in lines of
+// os-installer's that did not change (it deletes and re-adds the as-path
+// access-list SELF, which withdrew the firewall's VTEP address for seconds).
+func Commands(conf string, peerGroup string) ([]string, error) {
+	distance, ok := Distance(conf)
+	if !ok {
+		return nil, fmt.Errorf("the configuration has no route-map %s", RouteMap)
+	}
+	asn := ""
+	for _, l := range strings.Split(conf, "\n") {
+		if m := routerBGP.FindStringSubmatch(l); m != nil {
+			asn = m[1]
+		}
+	}
+	if asn == "" {
+		return nil, fmt.Errorf("no BGP instance of the default VRF (%q)", "router bgp <asn>")
+	}
+	set := "no set as-path prepend"
+	if distance > 0 {
+		set = "set as-path prepend " + strings.TrimSpace(strings.Repeat(asn+" ", distance))
+	}
+	var args []string
+	for _, c := range []string{
+		"configure terminal",
+		"route-map " + RouteMap + " permit 10", set, "exit",
+		"router bgp " + asn, "address-family l2vpn evpn",
+		"neighbor " + or(peerGroup, DefaultPeerGroup) + " route-map " + RouteMap + " out",
+		"end",
+	} {
+		args = append(args, "-c", c)
+	}
+	return args, nil
+}
