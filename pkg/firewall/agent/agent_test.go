@@ -1,9 +1,9 @@
 package agent_test
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"context"
 	"errors"
 	"log/slog"
 	"net/http"
