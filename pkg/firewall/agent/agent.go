@@ -82,9 +82,9 @@ type Agent struct {
 	// saved for the boot step (see Boot), and where Run finds the ruleset
 	// to install when it starts and the kernel holds no table of its own.
 	LastGoodPath string
-	// Vtysh, if set, replaces FRR's shell the distance is checked and
-	// applied with (tests).
-	Vtysh string
+	// Vtysh and FRRReload, if set, replace FRR's programs the distance is
+	// checked and applied with (tests).
+	Vtysh, FRRReload string
 	// NFLogNetNS, if set, is the network namespace whose logged packets
 	// the drop log reads (tests, where the Applier programs another
 	// namespace); the agent's own otherwise.

@@ -23,7 +23,7 @@ func (a *Agent) announceDistance(ctx context.Context, cfg *agentconfigv1alpha1.C
 	if a.announcer == nil || a.announcer.ConfigPath != r.FRRConfig || a.announcer.PeerGroup != r.PeerGroup {
 		a.announcer = &bgpdistance.Announcer{ConfigPath: r.FRRConfig, PeerGroup: r.PeerGroup}
 	}
-	a.announcer.Vtysh = a.Vtysh
+	a.announcer.Vtysh, a.announcer.Reload = a.Vtysh, a.FRRReload
 	if fw == nil {
 		return nil
 	}

@@ -44,7 +44,7 @@ var _ = Describe("The distance the agent announces", func() {
 	BeforeEach(func() {
 		dir = GinkgoT().TempDir()
 		Expect(os.WriteFile(filepath.Join(dir, "frr.conf"), []byte(frrConf), 0o640)).To(Succeed())
-		a = &agent.Agent{Log: slog.New(slog.NewTextHandler(GinkgoWriter, nil)), Vtysh: program("vtysh", "0")}
+		a = &agent.Agent{Log: slog.New(slog.NewTextHandler(GinkgoWriter, nil)), Vtysh: program("vtysh", "0"), FRRReload: program("reload", "0")}
 		cfg = &agentconfigv1alpha1.Config{Routing: &agentconfigv1alpha1.Routing{FRRConfig: filepath.Join(dir, "frr.conf")}}
 	})
 

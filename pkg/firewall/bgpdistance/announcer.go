@@ -18,6 +18,7 @@ import (
 const (
 	DefaultConfigPath = "/etc/frr/frr.conf"
 	DefaultVtysh      = "/usr/bin/vtysh"
+	DefaultReload     = "/usr/lib/frr/frr-reload.py"
 )
 
 // ErrNoConfig is Announce's error on a machine without FRR's configuration,
@@ -25,7 +26,7 @@ const (
 var ErrNoConfig = errors.New("no FRR configuration")
 
 // commandTimeout bounds each FRR command: a hung vtysh must not hold the
-// agent. vtysh takes well under a second on a machine, seconds in the
+// agent. frr-reload.py takes seconds on a machine, up to 40 s in the
 // emulated lab.
 const commandTimeout = 2 * time.Minute
 
@@ -39,8 +40,8 @@ type Announcer struct {
 	ConfigPath string
 	// PeerGroup is the fabric's peer group; DefaultPeerGroup when empty.
 	PeerGroup string
-	// Vtysh is FRR's shell; DefaultVtysh when empty.
-	Vtysh string
+	// Vtysh and Reload are FRR's programs; the defaults when empty.
+	Vtysh, Reload string
 
 	mu sync.Mutex
 	// inForce is the distance FRR runs with, -1 before the first apply.
@@ -60,10 +61,9 @@ func (a *Announcer) InForce() (int32, bool) {
 
 // Announce makes FRR announce distance: it renders the configuration,
 // checks the result with `vtysh --dryrun`, writes it in place of the old
-// (atomically, keeping its owner and mode, so that a restart of FRR keeps
-// it), applies the agent's own lines to the running bgpd through vtysh
-// (Commands; no restart, no session reset, nothing else touched), and has
-// bgpd send its EVPN routes again (a soft refresh). On any error the old
+// (atomically, keeping its owner and mode), runs FRR's reload, which
+// applies the difference to the running daemons, and has bgpd send its
+// EVPN routes again (a soft refresh, no session reset). On any error the old
 // configuration stays on disk and in force, and the error says which step
 // failed. A distance already in force costs one read of the file.
 func (a *Announcer) Announce(ctx context.Context, distance int) error {
@@ -104,22 +104,16 @@ func (a *Announcer) Announce(ctx context.Context, distance int) error {
 			return fmt.Errorf("replacing FRR's configuration: %w", err)
 		}
 	}
-	commands, err := Commands(want, a.PeerGroup)
-	if err != nil {
-		return err
-	}
-	if err := a.run(ctx, or(a.Vtysh, DefaultVtysh), commands...); err != nil {
-		applyErr := fmt.Errorf("applying distance %d to the running FRR: %w", distance, err)
+	if err := a.run(ctx, or(a.Reload, DefaultReload), "--reload", path); err != nil {
+		reloadErr := fmt.Errorf("FRR's reload with distance %d: %w", distance, err)
 		// The old configuration back, on disk and, as far as FRR takes it, in force.
 		if werr := writeLike(tmp, old, info); werr == nil {
 			if rerr := os.Rename(tmp, path); rerr == nil {
-				if back, cerr := Commands(string(old), a.PeerGroup); cerr == nil {
-					_ = a.run(ctx, or(a.Vtysh, DefaultVtysh), back...)
-				}
+				_ = a.run(ctx, or(a.Reload, DefaultReload), "--reload", path)
 			}
 		}
 		a.inForce = -1
-		return applyErr
+		return reloadErr
 	}
 	// bgpd re-evaluates changed route-maps on its route-map timer (5 s by
 	// default); a soft refresh sends the routes with the new AS path now,

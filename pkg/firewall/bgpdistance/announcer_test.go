@@ -51,17 +51,16 @@ var _ = Describe("Announcer", func() {
 		conf, calls = filepath.Join(dir, "frr.conf"), filepath.Join(dir, "calls")
 		original = firewallConfigs()["frr.conf.firewall"]
 		Expect(os.WriteFile(conf, []byte(original), 0o640)).To(Succeed())
-		a = &bgpdistance.Announcer{ConfigPath: conf, Vtysh: program("vtysh", 0, "")}
+		a = &bgpdistance.Announcer{ConfigPath: conf, Vtysh: program("vtysh", 0, ""), Reload: program("reload", 0, "")}
 	})
 
-	It("checks, writes and applies only its own lines, keeping the file's mode, and does nothing for a distance in force", func(ctx context.Context) {
+	It("checks, writes and reloads, keeping the file's mode, and does nothing for a distance in force", func(ctx context.Context) {
 		_, ok := a.InForce()
 		Expect(ok).To(BeFalse())
 		Expect(a.Announce(ctx, 3)).To(Succeed())
 		Expect(called()).To(HaveExactElements(
 			MatchRegexp(`^vtysh --dryrun --inputfile .*/\.frr\.conf\.firewall-agent$`),
-			MatchRegexp(`^vtysh -c configure terminal -c route-map firewall-agent-distance permit 10 -c set as-path prepend ([0-9]+) ([0-9]+) ([0-9]+) -c exit `+
-				`-c router bgp ([0-9]+) -c address-family l2vpn evpn -c neighbor FABRIC route-map firewall-agent-distance out -c end$`),
+			"reload --reload "+conf,
 			"vtysh -c clear bgp l2vpn evpn * soft out"))
 		d, _ := bgpdistance.Distance(onDisk())
 		Expect(d).To(Equal(3))
@@ -75,7 +74,6 @@ var _ = Describe("Announcer", func() {
 		Expect(called()).To(HaveLen(3), "an unchanged distance runs nothing")
 		Expect(a.Announce(ctx, 0)).To(Succeed())
 		Expect(called()).To(HaveLen(6))
-		Expect(called()[4]).To(ContainSubstring("-c no set as-path prepend -c exit"))
 		d, _ = bgpdistance.Distance(onDisk())
 		Expect(d).To(BeZero())
 	})
@@ -88,21 +86,18 @@ var _ = Describe("Announcer", func() {
 		Expect(err).To(MatchError(And(ContainSubstring("FRR refuses the configuration with distance 8"), ContainSubstring("% Unknown command"))))
 		Expect(onDisk()).To(Equal(before))
 		Expect(inForce()).To(BeEquivalentTo(3), "the old distance stays in force")
-		Expect(called()).To(HaveLen(4), "nothing applied after the refused check")
+		Expect(called()).To(HaveLen(4), "no reload after the refused check")
 		Expect(called()[3]).To(HavePrefix("vtysh --dryrun"))
 	})
 
-	It("puts the old configuration back when the running FRR refuses it, and tells that none is known to be in force", func(ctx context.Context) {
-		// vtysh checks (dryrun) fine, but the running bgpd refuses the change.
-		p := filepath.Join(dir, "vtysh")
-		Expect(os.WriteFile(p, []byte("#!/bin/sh\necho \"vtysh $*\" >>"+calls+"\ncase \"$*\" in *'configure terminal'*) echo 'bgpd is not running'; exit 1;; esac\n"), 0o755)).To(Succeed())
-		a.Vtysh = p
+	It("puts the old configuration back when the reload fails, and tells that none is known to be in force", func(ctx context.Context) {
+		a.Reload = program("reload", 1, "bgpd not running")
 		err := a.Announce(ctx, 2)
-		Expect(err).To(MatchError(And(ContainSubstring("applying distance 2 to the running FRR"), ContainSubstring("bgpd is not running"))))
+		Expect(err).To(MatchError(And(ContainSubstring("FRR's reload with distance 2"), ContainSubstring("bgpd not running"))))
 		Expect(onDisk()).To(Equal(original))
 		_, ok := a.InForce()
 		Expect(ok).To(BeFalse())
-		Expect(called()).To(HaveLen(2), "check and apply; the old file had no route-map of the agent's to apply back")
+		Expect(called()).To(HaveLen(3), "check, reload, and the reload of the old configuration")
 	})
 
 	It("refuses a configuration it cannot announce on, changing nothing", func(ctx context.Context) {

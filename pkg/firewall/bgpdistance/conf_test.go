@@ -151,25 +151,3 @@ func subsequence(want, got []string) bool {
 	}
 	return i == len(want)
 }
-
-var _ = Describe("Commands", func() {
-	It("apply only the agent's lines: its prepend (or none) and its attachment to the peer group", func() {
-		conf := firewallConfigs()["frr.conf.firewall"]
-		three, err := bgpdistance.Render(conf, 3, "")
-		Expect(err).NotTo(HaveOccurred())
-		args, err := bgpdistance.Commands(three, "")
-		Expect(err).NotTo(HaveOccurred())
-		Expect(strings.Join(args, "|")).To(MatchRegexp(`^-c\|configure terminal\|-c\|route-map firewall-agent-distance permit 10\|-c\|set as-path prepend (\d+) (\d+) (\d+)\|-c\|exit\|` +
-			`-c\|router bgp (\d+)\|-c\|address-family l2vpn evpn\|-c\|neighbor FABRIC route-map firewall-agent-distance out\|-c\|end$`))
-
-		zero, err := bgpdistance.Render(three, 0, "")
-		Expect(err).NotTo(HaveOccurred())
-		args, err = bgpdistance.Commands(zero, "")
-		Expect(err).NotTo(HaveOccurred())
-		Expect(args).To(ContainElement("no set as-path prepend"))
-		Expect(args).NotTo(ContainElement(HavePrefix("set as-path")))
-
-		_, err = bgpdistance.Commands(conf, "")
-		Expect(err).To(MatchError(ContainSubstring("has no route-map firewall-agent-distance")))
-	})
-})
