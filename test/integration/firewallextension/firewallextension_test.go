@@ -246,7 +246,9 @@ var _ = Describe("Extension firewall", func() {
 			"*v1.CustomResourceDefinition firewallmonitors.firewall.metal-firewall.io",
 			"*v1.Namespace firewall", "*v1.Role firewall-agent", "*v1.RoleBinding firewall-agent",
 			"*v1.ClusterRole firewall.metal-firewall.io:agent", "*v1.ClusterRoleBinding firewall.metal-firewall.io:agent",
-			"*v1.Service firewall-agent-metrics"), "the Service the agents publish their metrics addresses under")
+			"*v1.Service firewall-agent-metrics",
+			"*v1.ValidatingAdmissionPolicy firewall-agent.metal-firewall.io", "*v1.ValidatingAdmissionPolicyBinding firewall-agent.metal-firewall.io"),
+			"the Service the agents publish their metrics addresses under, and the policy that bounds the agent's tokens and EndpointSlices")
 
 		By("no long-lived credential anywhere in the seed")
 		all := &corev1.SecretList{}
