@@ -18,6 +18,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	firewallv1alpha1 "github.com/metal-firewall/gardener-extension-firewall/pkg/apis/firewall/v1alpha1"
+	"github.com/metal-firewall/gardener-extension-firewall/pkg/credentials"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/firewall/bootstrap"
 )
 
@@ -65,7 +66,7 @@ var _ = Describe("the CSR flood", func() {
 		list := &certificatesv1.CertificateSigningRequestList{}
 		Expect(testClient.List(ctx, list)).To(Succeed())
 		for _, csr := range list.Items {
-			if csr.Spec.Username == firewallv1alpha1.AgentUserName(namespace, "fw-a") || csr.Spec.Username == bootUser(namespace, "fw-a") {
+			if csr.Spec.Username == firewallv1alpha1.AgentUserName(namespace, "fw-a") || csr.Spec.Username == credentials.BootUser(bootNamespace, namespace, "fw-a") {
 				count++
 				bytes += len(csr.Spec.Request)
 			}
@@ -118,10 +119,6 @@ var _ = Describe("the CSR flood", func() {
 		Expect(testClient.Delete(ctx, &certificatesv1.CertificateSigningRequest{ObjectMeta: metav1.ObjectMeta{Name: name}})).To(Succeed())
 	})
 })
-
-func bootUser(namespace, name string) string {
-	return "system:serviceaccount:" + bootNamespace + ":firewall-boot." + namespace + "." + name
-}
 
 // csrPEM is fw-a's request padded with an extension of pad bytes.
 func csrPEM(namespace string, pad int) []byte {

@@ -95,9 +95,10 @@ const MaxSwitchLog = 32
 // Switch is one change of carrier: the packet that came with the new TTL,
 // and when, in milliseconds since the receiver started.
 type Switch struct {
-	AtMS     int64  `json:"atMS"`
-	Seq      uint64 `json:"seq"`
-	From, To int
+	AtMS int64  `json:"atMS"`
+	Seq  uint64 `json:"seq"`
+	From int    `json:"from"`
+	To   int    `json:"to"`
 }
 
 // Receive receives a stream on ADDR and keeps a StreamReport in FILE,
