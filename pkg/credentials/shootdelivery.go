@@ -3,7 +3,6 @@ package credentials
 import (
 	"context"
 	"fmt"
-	"time"
 
 	extensionsconfigv1alpha1 "github.com/gardener/gardener/extensions/pkg/apis/config/v1alpha1"
 	"github.com/gardener/gardener/extensions/pkg/util"
@@ -27,7 +26,9 @@ import (
 //
 // What it writes is sealed to the agent's pinned key (pkg/utils/seal): the
 // shoot's admins read every Secret of the shoot, and must learn nothing from
-// this one that authenticates at the seed.
+// this one that authenticates at the seed. It is signed with the Firewall's
+// delivery key, which the shoot never sees: they can write the Secret, but
+// not a box the agent takes.
 //
 // It writes the Secret and a Role naming exactly that Secret directly with
 // the shoot client, not through a ManagedResource: the content is a
@@ -62,13 +63,10 @@ func (d *ShootDelivery) shootClient(ctx context.Context, namespace string) (clie
 	return c, nil
 }
 
-// annotationExpires on a delivered Secret says until when its credential is valid.
-const annotationExpires = firewallv1alpha1.GroupName + "/expires"
-
-// Deliver writes the sealed bootstrap kubeconfig of the firewall `name` of
-// the seed namespace into the shoot, readable by the agent's ServiceAccount
-// only; expires is when the credential inside expires.
-func (d *ShootDelivery) Deliver(ctx context.Context, namespace, name string, sealed []byte, expires time.Time) error {
+// Deliver writes the signed, sealed bootstrap kubeconfig of the firewall
+// `name` of the seed namespace into the shoot, readable by the agent's
+// ServiceAccount only.
+func (d *ShootDelivery) Deliver(ctx context.Context, namespace, name string, box []byte) error {
 	c, err := d.shootClient(ctx, namespace)
 	if err != nil {
 		return err
@@ -83,9 +81,8 @@ func (d *ShootDelivery) Deliver(ctx context.Context, namespace, name string, sea
 	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: secretName, Namespace: constants.ShootNamespace}}
 	if _, err := controllerutil.CreateOrUpdate(ctx, c, secret, func() error {
 		secret.Labels = labels
-		secret.Annotations = map[string]string{annotationExpires: expires.UTC().Format(time.RFC3339)}
 		secret.Type = corev1.SecretTypeOpaque
-		secret.Data = map[string][]byte{firewallv1alpha1.DeliveredBootstrapKey: sealed}
+		secret.Data = map[string][]byte{firewallv1alpha1.DeliveredBootstrapKey: box}
 		return nil
 	}); err != nil {
 		return fmt.Errorf("shoot secret %s/%s: %w", constants.ShootNamespace, secretName, err)
@@ -110,22 +107,19 @@ func (d *ShootDelivery) Deliver(ctx context.Context, namespace, name string, sea
 	return nil
 }
 
-// DeliveredUntil tells until when the credential delivered for the firewall
-// is valid; the zero time when nothing (or nothing readable) is delivered.
-func (d *ShootDelivery) DeliveredUntil(ctx context.Context, namespace, name string) (time.Time, error) {
+// Delivered is what the shoot holds for the firewall now, nil when nothing:
+// the seed compares it with its own record and never trusts it (the shoot's
+// admins can write it).
+func (d *ShootDelivery) Delivered(ctx context.Context, namespace, name string) ([]byte, error) {
 	c, err := d.shootClient(ctx, namespace)
 	if err != nil {
-		return time.Time{}, err
+		return nil, err
 	}
 	secret := &corev1.Secret{}
 	if err := c.Get(ctx, client.ObjectKey{Namespace: constants.ShootNamespace, Name: firewallv1alpha1.DeliveredBootstrapSecretName(name)}, secret); err != nil {
-		return time.Time{}, client.IgnoreNotFound(err)
+		return nil, client.IgnoreNotFound(err)
 	}
-	expires, err := time.Parse(time.RFC3339, secret.Annotations[annotationExpires])
-	if err != nil {
-		return time.Time{}, nil
-	}
-	return expires, nil
+	return secret.Data[firewallv1alpha1.DeliveredBootstrapKey], nil
 }
 
 // Withdraw removes what Deliver wrote; nothing there is no error.

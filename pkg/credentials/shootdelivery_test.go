@@ -2,7 +2,6 @@ package credentials_test
 
 import (
 	"context"
-	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -37,17 +36,15 @@ var _ = Describe("ShootDelivery", func() {
 	})
 	name := firewallv1alpha1.DeliveredBootstrapSecretName("fw-a")
 	key := client.ObjectKey{Namespace: constants.ShootNamespace, Name: name}
-	// expires is when the delivered credential expires, not in UTC on purpose.
-	expires := time.Date(2026, 1, 1, 13, 30, 0, 0, time.FixedZone("CET", 3600))
-	until := func(fw string) time.Time {
+	delivered := func(fw string) []byte {
 		GinkgoHelper()
-		t, err := d.DeliveredUntil(ctx, namespace, fw)
+		box, err := d.Delivered(ctx, namespace, fw)
 		Expect(err).NotTo(HaveOccurred())
-		return t
+		return box
 	}
 
 	It("writes the sealed kubeconfig into a Secret that only the agent's ServiceAccount may read", func() {
-		Expect(d.Deliver(ctx, namespace, "fw-a", []byte("sealed-1"), expires)).To(Succeed())
+		Expect(d.Deliver(ctx, namespace, "fw-a", []byte("sealed-1"))).To(Succeed())
 		Expect(asked).To(Equal([]string{namespace}))
 		Expect(shoot.Get(ctx, client.ObjectKey{Name: constants.ShootNamespace}, &corev1.Namespace{})).To(Succeed())
 
@@ -56,8 +53,7 @@ var _ = Describe("ShootDelivery", func() {
 		Expect(secret.Type).To(Equal(corev1.SecretTypeOpaque))
 		Expect(secret.Data).To(Equal(map[string][]byte{firewallv1alpha1.DeliveredBootstrapKey: []byte("sealed-1")}))
 		Expect(secret.Labels).To(HaveKeyWithValue(constants.LabelFirewallName, "fw-a"))
-		Expect(secret.Annotations).To(Equal(map[string]string{firewallv1alpha1.GroupName + "/expires": "2026-01-01T12:30:00Z"}))
-		Expect(until("fw-a")).To(BeTemporally("==", expires))
+		Expect(delivered("fw-a")).To(Equal([]byte("sealed-1")))
 
 		role := &rbacv1.Role{}
 		Expect(shoot.Get(ctx, key, role)).To(Succeed())
@@ -68,28 +64,28 @@ var _ = Describe("ShootDelivery", func() {
 		Expect(binding.Subjects).To(Equal([]rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: constants.AgentServiceAccountName, Namespace: metav1.NamespaceSystem}}))
 
 		By("replacing the content on the next delivery")
-		Expect(d.Deliver(ctx, namespace, "fw-a", []byte("sealed-2"), expires.Add(time.Hour))).To(Succeed())
+		Expect(d.Deliver(ctx, namespace, "fw-a", []byte("sealed-2"))).To(Succeed())
 		Expect(shoot.Get(ctx, key, secret)).To(Succeed())
 		Expect(secret.Data[firewallv1alpha1.DeliveredBootstrapKey]).To(Equal([]byte("sealed-2")))
-		Expect(until("fw-a")).To(BeTemporally("==", expires.Add(time.Hour)))
+		Expect(delivered("fw-a")).To(Equal([]byte("sealed-2")))
 	})
 
-	It("tells nothing delivered, or nothing readable, as the zero time", func() {
-		Expect(until("fw-a")).To(BeZero())
-		Expect(d.Deliver(ctx, namespace, "fw-a", []byte("sealed"), expires)).To(Succeed())
+	It("tells what the shoot holds, as the shoot's admins left it", func() {
+		Expect(delivered("fw-a")).To(BeNil())
+		Expect(d.Deliver(ctx, namespace, "fw-a", []byte("sealed"))).To(Succeed())
 		secret := &corev1.Secret{}
 		Expect(shoot.Get(ctx, key, secret)).To(Succeed())
-		secret.Annotations[firewallv1alpha1.GroupName+"/expires"] = "soon"
+		secret.Data[firewallv1alpha1.DeliveredBootstrapKey] = []byte("forged")
 		Expect(shoot.Update(ctx, secret)).To(Succeed())
-		Expect(until("fw-a")).To(BeZero(), "so that it is delivered again")
+		Expect(delivered("fw-a")).To(Equal([]byte("forged")), "the seed compares it with its own record")
 	})
 
 	It("withdraws all it wrote and keeps the namespace; withdrawing again is no error", func() {
-		Expect(d.Deliver(ctx, namespace, "fw-a", []byte("sealed"), expires)).To(Succeed())
-		Expect(d.Deliver(ctx, namespace, "fw-b", []byte("sealed"), expires)).To(Succeed())
+		Expect(d.Deliver(ctx, namespace, "fw-a", []byte("sealed"))).To(Succeed())
+		Expect(d.Deliver(ctx, namespace, "fw-b", []byte("sealed"))).To(Succeed())
 		Expect(d.Withdraw(ctx, namespace, "fw-a")).To(Succeed())
-		Expect(until("fw-a")).To(BeZero())
-		Expect(until("fw-b")).To(BeTemporally("==", expires))
+		Expect(delivered("fw-a")).To(BeNil())
+		Expect(delivered("fw-b")).To(Equal([]byte("sealed")))
 		for _, obj := range []client.Object{&corev1.Secret{}, &rbacv1.Role{}, &rbacv1.RoleBinding{}} {
 			Expect(apierrors.IsNotFound(shoot.Get(ctx, key, obj))).To(BeTrue(), "%T", obj)
 		}

@@ -29,6 +29,11 @@ type state struct {
 	FirewallDeployments []firewallv1alpha1.FirewallDeployment `json:"firewallDeployments,omitempty"`
 	FirewallSets        []firewallv1alpha1.FirewallSet        `json:"firewallSets,omitempty"`
 	Firewalls           []firewallv1alpha1.Firewall           `json:"firewalls,omitempty"`
+	// DeliveryKeys are, by Firewall name, the private keys that sign what
+	// the destination seed delivers to the agents through the shoot, with
+	// the last generation delivered. The agents pinned their public halves
+	// from this seed; only the state carries the private ones across.
+	DeliveryKeys map[string]map[string][]byte `json:"deliveryKeys,omitempty"`
 }
 
 // Migrate hands the firewall over without touching the machine: every
@@ -77,6 +82,16 @@ func (a *actuator) Migrate(ctx context.Context, log logr.Logger, ex *extensionsv
 			Spec:       fw.Spec,
 			Status:     firewallv1alpha1.FirewallStatus{MachineStatus: fw.Status.MachineStatus},
 		})
+		key, err := a.deliveryKey(ctx, ex.Namespace, fw.Name)
+		if err != nil {
+			return err
+		}
+		if key != nil {
+			if st.DeliveryKeys == nil {
+				st.DeliveryKeys = map[string]map[string][]byte{}
+			}
+			st.DeliveryKeys[fw.Name] = key
+		}
 	}
 	if saved, ok := savedState(ex); ok && saved.covers(st) {
 		// A Migrate that died after saving the state and deleting some
@@ -129,6 +144,13 @@ func (a *actuator) Restore(ctx context.Context, log logr.Logger, ex *extensionsv
 		st := state{}
 		if err := json.Unmarshal(ex.Status.State.Raw, &st); err != nil {
 			return fmt.Errorf("status.state: %w", err)
+		}
+		// The delivery keys before their Firewalls: a Firewall without its
+		// Secret would get a new key that its agent never pinned.
+		for name, data := range st.DeliveryKeys {
+			if err := a.restoreDeliveryKey(ctx, ex.Namespace, name, data); err != nil {
+				return err
+			}
 		}
 		// Firewalls first: a set that came first would see no Firewall and
 		// (under the same name, so harmlessly, but needlessly) try to create one.

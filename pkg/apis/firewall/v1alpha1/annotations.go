@@ -47,6 +47,12 @@ const (
 	// sha256:...) that the CSR approver refuses from now on: an operator's
 	// answer to a stolen agent key, followed by a roll of the firewall.
 	AnnotationRevokedAgentKey = GroupName + "/revoked-agent-key"
+	// AnnotationDeliveryKey on a Firewall is the public key (PKIX DER,
+	// base64) that signs what the seed delivers to its agent through the
+	// shoot. The agent pins it from its seed; the private key stays in the
+	// seed (DeliveryKeySecretName) and the Firewall's migration state. Only
+	// the extension writes it.
+	AnnotationDeliveryKey = GroupName + "/delivery-key"
 )
 
 // Condition types of a Firewall.

@@ -57,3 +57,18 @@ const DeliveredBootstrapKey = "kubeconfig"
 func DeliveredBootstrapSecretName(firewall string) string {
 	return "firewall-agent-bootstrap-" + firewall
 }
+
+// DeliveryKeySecretName names the seed Secret, in the Firewall's namespace,
+// that holds the private key signing its deliveries and the last delivery.
+// The agent cannot read it.
+func DeliveryKeySecretName(firewall string) string {
+	return "firewall-delivery-" + firewall
+}
+
+// Data keys of the delivery key Secret that travel in the migration state:
+// the private key (PKCS #8 DER) and the generation of the last delivery, so
+// that a new seed with a clock behind the old one's still delivers higher.
+const (
+	DeliveryKeySecretKey        = "key"
+	DeliveryGenerationSecretKey = "generation"
+)

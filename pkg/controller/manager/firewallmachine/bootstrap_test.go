@@ -8,6 +8,7 @@ import (
 	"crypto/x509"
 	"encoding/base64"
 	"errors"
+	"strconv"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -204,7 +205,48 @@ var _ = Describe("Reconciler with bootstrap credentials", func() {
 		Expect(apierrors.IsNotFound(e.c.Get(e.ctx, client.ObjectKey{Namespace: namespace, Name: rbacName}, &rbacv1.RoleBinding{}))).To(BeTrue())
 	})
 
-	It("delivers a kubeconfig sealed to the pinned key through the shoot to a machine older than its Firewall, and withdraws it once connected", func() {
+	// opened verifies a delivered box with the Firewall's delivery key and
+	// opens it with the agent's key.
+	opened := func(e *env, agentKey *ecdsa.PrivateKey, box []byte) (*seal.Delivery, []byte) {
+		GinkgoHelper()
+		pub, err := base64.StdEncoding.DecodeString(e.firewall().Annotations[firewallv1alpha1.AnnotationDeliveryKey])
+		Expect(err).NotTo(HaveOccurred())
+		d, err := seal.Verify(pub, namespace, fwName, box)
+		Expect(err).NotTo(HaveOccurred())
+		kubeconfig, err := seal.Open(agentKey, namespace, fwName, d.Sealed)
+		Expect(err).NotTo(HaveOccurred())
+		return d, kubeconfig
+	}
+	deliveryKeySecret := func(e *env) *corev1.Secret {
+		GinkgoHelper()
+		secret := &corev1.Secret{}
+		Expect(e.c.Get(e.ctx, client.ObjectKey{Namespace: namespace, Name: firewallv1alpha1.DeliveryKeySecretName(fwName)}, secret)).To(Succeed())
+		return secret
+	}
+
+	It("gives the Firewall a delivery key before its machine: the private half in a seed Secret, the public half on the Firewall; it keeps it and deletes it with the Firewall", func() {
+		e := newEnv(newFirewall(), bootstrap)
+		e.reconcile()
+		pinned := e.firewall().Annotations[firewallv1alpha1.AnnotationDeliveryKey]
+		Expect(pinned).NotTo(BeEmpty())
+		secret := deliveryKeySecret(e)
+		parsed, err := x509.ParsePKCS8PrivateKey(secret.Data[firewallv1alpha1.DeliveryKeySecretKey])
+		Expect(err).NotTo(HaveOccurred())
+		der, err := x509.MarshalPKIXPublicKey(&parsed.(*ecdsa.PrivateKey).PublicKey)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(base64.StdEncoding.EncodeToString(der)).To(Equal(pinned))
+
+		e.clk.Step(time.Minute)
+		e.reconcile()
+		Expect(e.firewall().Annotations[firewallv1alpha1.AnnotationDeliveryKey]).To(Equal(pinned))
+		Expect(deliveryKeySecret(e).Data).To(Equal(secret.Data))
+
+		Expect(e.c.Delete(e.ctx, e.firewall())).To(Succeed())
+		e.reconcile()
+		Expect(apierrors.IsNotFound(e.c.Get(e.ctx, client.ObjectKeyFromObject(secret), &corev1.Secret{}))).To(BeTrue())
+	})
+
+	It("delivers a kubeconfig sealed to the pinned key and signed with the delivery key through the shoot to a machine older than its Firewall, and withdraws it once connected", func() {
 		key := newKey()
 		e := restoredEnv(map[string]string{firewallv1alpha1.AnnotationAgentKey: pin(key)})
 
@@ -212,26 +254,28 @@ var _ = Describe("Reconciler with bootstrap credentials", func() {
 		Expect(e.provider.Created()).To(Equal(1), "the restored machine is kept")
 		Expect(deliver.delivered).To(HaveLen(1))
 		Expect(e.tokens).To(HaveLen(1))
-		Expect(deliver.delivered[0].expires).To(Equal(e.tokens[0].expires))
-
-		kubeconfig, err := seal.Open(key, namespace, fwName, deliver.delivered[0].sealed)
-		Expect(err).NotTo(HaveOccurred())
+		d, kubeconfig := opened(e, key, deliver.delivered[0])
+		Expect(d.Expires).To(BeTemporally("==", e.tokens[0].expires))
+		Expect(d.Generation).To(Equal(e.clk.Now().UnixNano()))
 		Expect(kubeconfigToken(kubeconfig)).To(Equal(e.tokens[0].token))
-		_, err = seal.Open(newKey(), namespace, fwName, deliver.delivered[0].sealed)
+		_, err := seal.Open(newKey(), namespace, fwName, d.Sealed)
 		Expect(err).To(HaveOccurred(), "no other key opens it")
-		Expect(string(deliver.delivered[0].sealed)).NotTo(ContainSubstring(e.tokens[0].token))
+		Expect(string(deliver.delivered[0])).NotTo(ContainSubstring(e.tokens[0].token))
 
 		e.heartbeat()
 		e.reconcile()
 		Expect(deliver.withdrawn).To(Equal(1))
 		Expect(serviceAccounts(e)).To(BeEmpty())
+		Expect(deliveryKeySecret(e).Data).To(HaveKey(firewallv1alpha1.DeliveryKeySecretKey))
+		Expect(deliveryKeySecret(e).Data).NotTo(HaveKey("delivery"), "the seed forgets the withdrawn delivery: its token is revoked")
 		e.reconcile()
 		Expect(deliver.delivered).To(HaveLen(1), "nothing more once the agent holds its certificate")
 		Expect(deliver.withdrawn).To(Equal(1))
 	})
 
-	It("delivers again only once less than half the token's validity is left", func() {
-		e := restoredEnv(map[string]string{firewallv1alpha1.AnnotationAgentKey: pin(newKey())})
+	It("delivers again only once less than half the token's validity is left, at a higher generation", func() {
+		key := newKey()
+		e := restoredEnv(map[string]string{firewallv1alpha1.AnnotationAgentKey: pin(key)})
 		e.reconcile()
 		Expect(deliver.delivered).To(HaveLen(1))
 
@@ -244,8 +288,51 @@ var _ = Describe("Reconciler with bootstrap credentials", func() {
 		e.reconcile()
 		Expect(deliver.delivered).To(HaveLen(2))
 		Expect(e.tokens).To(HaveLen(2))
-		Expect(deliver.delivered[1].expires).To(Equal(e.tokens[1].expires))
-		Expect(deliver.delivered[1].expires).To(BeTemporally(">", deliver.delivered[0].expires))
+		first, _ := opened(e, key, deliver.delivered[0])
+		second, _ := opened(e, key, deliver.delivered[1])
+		Expect(second.Expires).To(BeTemporally("==", e.tokens[1].expires))
+		Expect(second.Expires).To(BeTemporally(">", first.Expires))
+		Expect(second.Generation).To(BeNumerically(">", first.Generation))
+	})
+
+	It("puts its own delivery back when the shoot's copy is changed or removed there, minting nothing: re-delivery depends on nothing the shoot writes", func() {
+		e := restoredEnv(map[string]string{firewallv1alpha1.AnnotationAgentKey: pin(newKey())})
+		e.reconcile()
+		Expect(deliver.delivered).To(HaveLen(1))
+		for _, forged := range [][]byte{[]byte(`{"version":"forged","expires":"2999-01-01T00:00:00Z"}`), nil} {
+			deliver.box = forged
+			e.reconcile()
+			Expect(deliver.box).To(Equal(deliver.delivered[0]))
+		}
+		Expect(e.tokens).To(HaveLen(1))
+	})
+
+	It("delivers at a generation above the restored one, whatever this seed's clock says", func() {
+		key := newKey()
+		e := restoredEnv(map[string]string{firewallv1alpha1.AnnotationAgentKey: pin(key)})
+		e.reconcile()
+		first, _ := opened(e, key, deliver.delivered[0])
+
+		By("a restore whose old seed's clock ran an hour ahead")
+		secret := deliveryKeySecret(e)
+		ahead := first.Generation + int64(time.Hour)
+		secret.Data = map[string][]byte{firewallv1alpha1.DeliveryKeySecretKey: secret.Data[firewallv1alpha1.DeliveryKeySecretKey],
+			firewallv1alpha1.DeliveryGenerationSecretKey: []byte(strconv.FormatInt(ahead, 10))}
+		Expect(e.c.Update(e.ctx, secret)).To(Succeed())
+		e.reconcile()
+		Expect(deliver.delivered).To(HaveLen(2))
+		second, _ := opened(e, key, deliver.delivered[1])
+		Expect(second.Generation).To(Equal(ahead + 1))
+	})
+
+	It("delivers nothing and mints nothing for a restored Firewall whose delivery key did not travel, and says so", func() {
+		e := restoredEnv(map[string]string{firewallv1alpha1.AnnotationAgentKey: pin(newKey()), firewallv1alpha1.AnnotationDeliveryKey: "a-key-from-the-old-seed"})
+		_, err := e.r.Reconcile(e.ctx, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(e.fw)})
+		Expect(err).To(MatchError(ContainSubstring("the delivery key of Firewall " + namespace + "/" + fwName)))
+		Expect(err).To(MatchError(ContainSubstring("roll the firewall")))
+		Expect(deliver.delivered).To(BeEmpty())
+		Expect(e.tokens).To(BeEmpty())
+		Expect(e.firewall().Annotations[firewallv1alpha1.AnnotationDeliveryKey]).To(Equal("a-key-from-the-old-seed"), "no new key its agent never pinned")
 	})
 
 	DescribeTable("delivers nothing and mints nothing without a pinned key, and says which annotation is missing",

@@ -143,33 +143,28 @@ func (e *env) heartbeat() {
 }
 
 // delivery records what a firewallmachine.Delivery was asked to do and,
-// like the shoot, remembers until when the delivered credential is valid.
+// like the shoot, holds what was delivered last.
 type delivery struct {
 	mu        sync.Mutex
-	delivered []delivered
-	until     time.Time
+	delivered [][]byte
+	box       []byte
 	withdrawn int
 }
 
-type delivered struct {
-	sealed  []byte
-	expires time.Time
-}
-
-func (d *delivery) Deliver(_ context.Context, ns, name string, sealed []byte, expires time.Time) error {
+func (d *delivery) Deliver(_ context.Context, ns, name string, box []byte) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	Expect(ns + "/" + name).To(Equal(namespace + "/" + fwName))
-	d.delivered = append(d.delivered, delivered{sealed: sealed, expires: expires})
-	d.until = expires
+	d.delivered = append(d.delivered, box)
+	d.box = box
 	return nil
 }
 
-func (d *delivery) DeliveredUntil(_ context.Context, ns, name string) (time.Time, error) {
+func (d *delivery) Delivered(_ context.Context, ns, name string) ([]byte, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	Expect(ns + "/" + name).To(Equal(namespace + "/" + fwName))
-	return d.until, nil
+	return d.box, nil
 }
 
 func (d *delivery) Withdraw(_ context.Context, ns, name string) error {
@@ -177,7 +172,7 @@ func (d *delivery) Withdraw(_ context.Context, ns, name string) error {
 	defer d.mu.Unlock()
 	Expect(ns + "/" + name).To(Equal(namespace + "/" + fwName))
 	d.withdrawn++
-	d.until = time.Time{}
+	d.box = nil
 	return nil
 }
 

@@ -5,7 +5,6 @@ package firewallmachine
 
 import (
 	"context"
-	"encoding/base64"
 	"errors"
 	"fmt"
 	"strings"
@@ -28,7 +27,6 @@ import (
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/apis/firewall/validation"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/controller/manager/machine"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/credentials"
-	"github.com/metal-firewall/gardener-extension-firewall/pkg/utils/seal"
 )
 
 // Finalizer keeps a Firewall until its machine is released.
@@ -82,16 +80,6 @@ type Bootstrap struct {
 	Delivery Delivery
 }
 
-// Delivery hands a firewall's bootstrap kubeconfig, sealed to its agent's
-// key, to an agent whose machine is already running, and takes it back once
-// the agent holds its certificate.
-type Delivery interface {
-	Deliver(ctx context.Context, namespace, name string, sealed []byte, expires time.Time) error
-	// DeliveredUntil is when the delivered credential expires; zero when none is.
-	DeliveredUntil(ctx context.Context, namespace, name string) (time.Time, error)
-	Withdraw(ctx context.Context, namespace, name string) error
-}
-
 // AddToManager registers the controller.
 func (r *Reconciler) AddToManager(mgr manager.Manager) error {
 	if r.Client == nil {
@@ -135,6 +123,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		}
 	}
 
+	if r.Bootstrap != nil && r.Bootstrap.Delivery != nil {
+		// Before the machine: its agent pins the key on its first read.
+		if err := r.ensureDeliveryKey(ctx, fw); err != nil {
+			return reconcile.Result{}, fmt.Errorf("delivery key: %w", err)
+		}
+	}
 	m, err := r.Provider.Find(ctx, fw)
 	if err != nil {
 		return reconcile.Result{}, r.findFailed(ctx, fw, err)
@@ -196,7 +190,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 			return reconcile.Result{}, err
 		}
 		if deliver {
-			if err := r.Bootstrap.Delivery.Withdraw(ctx, fw.Namespace, fw.Name); err != nil {
+			if err := r.withdraw(ctx, fw); err != nil {
 				return reconcile.Result{}, err
 			}
 			log.FromContext(ctx).Info("Agent connected; withdrew its bootstrap kubeconfig from the shoot")
@@ -211,37 +205,6 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		}
 	}
 	return reconcile.Result{RequeueAfter: requeue}, nil
-}
-
-// deliver hands the agent of a restored machine a boot credential of this
-// seed through the shoot, sealed to the key its agent's certificates were
-// pinned to, unless one delivered earlier is still good for half its life.
-func (r *Reconciler) deliver(ctx context.Context, fw *firewallv1alpha1.Firewall) error {
-	until, err := r.Bootstrap.Delivery.DeliveredUntil(ctx, fw.Namespace, fw.Name)
-	if err != nil {
-		return fmt.Errorf("reading the delivered bootstrap kubeconfig: %w", err)
-	}
-	if until.Sub(r.Clock.Now()) > r.tokenValidity()/2 {
-		return nil
-	}
-	key, err := base64.StdEncoding.DecodeString(fw.Annotations[firewallv1alpha1.AnnotationAgentKey])
-	if err != nil || len(key) == 0 {
-		// Without the key only the shoot's admins could read what is delivered.
-		return fmt.Errorf("cannot deliver a bootstrap kubeconfig through the shoot: Firewall %s/%s has no valid %s (its agent never held a certificate); roll the firewall", fw.Namespace, fw.Name, firewallv1alpha1.AnnotationAgentKey)
-	}
-	kubeconfig, expires, err := r.bootstrapKubeconfig(ctx, fw)
-	if err != nil {
-		return err
-	}
-	sealed, err := seal.Seal(key, fw.Namespace, fw.Name, kubeconfig)
-	if err != nil {
-		return fmt.Errorf("sealing the bootstrap kubeconfig to the agent's key: %w", err)
-	}
-	if err := r.Bootstrap.Delivery.Deliver(ctx, fw.Namespace, fw.Name, sealed, expires); err != nil {
-		return fmt.Errorf("delivering the bootstrap kubeconfig through the shoot: %w", err)
-	}
-	log.FromContext(ctx).Info("Delivered a sealed bootstrap kubeconfig through the shoot", "keyID", seal.KeyID(key), "expires", expires)
-	return nil
 }
 
 func (r *Reconciler) tokenValidity() time.Duration {
@@ -375,6 +338,9 @@ func (r *Reconciler) delete(ctx context.Context, fw *firewallv1alpha1.Firewall) 
 			return reconcile.Result{}, err
 		}
 		if err := credentials.DeleteAgentRBAC(ctx, r.credentials, fw.Namespace, fw.Name); err != nil {
+			return reconcile.Result{}, err
+		}
+		if err := r.deleteDeliveryKey(ctx, fw); err != nil {
 			return reconcile.Result{}, err
 		}
 	}
