@@ -89,7 +89,15 @@ type Agent struct {
 	// the drop log reads (tests, where the Applier programs another
 	// namespace); the agent's own otherwise.
 	NFLogNetNS string
+	// DeliveryAfter is how long the seed may fail to answer before the agent
+	// looks for a bootstrap kubeconfig delivered through the shoot;
+	// DefaultDeliveryAfter when 0. A seed that refuses the agent (401, 403)
+	// has it look at once.
+	DeliveryAfter time.Duration
 
+	// seedFailingSince is when the seed's reads began to fail; zero while
+	// they succeed.
+	seedFailingSince time.Time
 	// in is what the agent last read from the seed and the shoot.
 	in Inputs
 	// policiesRead and servicesRead tell whether the shoot's policies and

@@ -2,7 +2,9 @@ package agent
 
 import (
 	"context"
+	"errors"
 	"log/slog"
+	"time"
 
 	"k8s.io/apimachinery/pkg/api/equality"
 
@@ -22,16 +24,26 @@ type seedFirewall struct {
 	fw *fwv1alpha1.Firewall
 }
 
+// DefaultDeliveryAfter is how long a seed that does not answer is waited
+// for before the agent looks for a delivered bootstrap kubeconfig.
+const DefaultDeliveryAfter = 2 * time.Minute
+
 // read reads the Firewall into the agent's inputs and tells whether its
-// traffic spec changed. When the seed refuses, a bootstrap kubeconfig
-// delivered through the shoot may let the agent in again.
+// traffic spec changed. When the seed refuses the agent, or has not
+// answered for DeliveryAfter, a bootstrap kubeconfig delivered through the
+// shoot may let the agent in again.
 func (s *seedFirewall) read(ctx context.Context, a *Agent, cfg *agentconfigv1alpha1.Config) bool {
 	if s.src == nil {
 		return false
 	}
 	fw, err := s.src.Firewall(ctx)
-	if err != nil && s.takeDeliveredBootstrap(ctx, a.shoot, a.Log) {
+	if err != nil && a.lookForDelivery(err) && s.takeDeliveredBootstrap(ctx, a) {
 		fw, err = s.src.Firewall(ctx)
+	}
+	if err == nil {
+		a.seedFailingSince = time.Time{}
+	} else if a.seedFailingSince.IsZero() {
+		a.seedFailingSince = time.Now()
 	}
 	a.Metrics.ObserveSource(metrics.SourceSeed, err)
 	if err != nil {
@@ -74,25 +86,48 @@ func (s *seedFirewall) refreshShootKubeconfig(ctx context.Context, shoot *shoots
 	}
 }
 
-// takeDeliveredBootstrap looks, when the seed fails, for a bootstrap
-// kubeconfig delivered through the shoot (after a control plane migration),
-// sealed to this agent's key; a new one replaces the file and the agent
-// bootstraps with it. It reports whether it did.
-func (s *seedFirewall) takeDeliveredBootstrap(ctx context.Context, shoot *shootsource.Source, log *slog.Logger) bool {
-	if shoot == nil {
+// lookForDelivery tells whether the seed's failure err is one after which
+// the agent looks for a delivered bootstrap kubeconfig: only then is the
+// shoot, whose admins can write what it holds, asked at all.
+func (a *Agent) lookForDelivery(err error) bool {
+	if seedsource.Refused(err) {
+		return true
+	}
+	after := a.DeliveryAfter
+	if after == 0 {
+		after = DefaultDeliveryAfter
+	}
+	return !a.seedFailingSince.IsZero() && time.Since(a.seedFailingSince) >= after
+}
+
+// takeDeliveredBootstrap looks for a bootstrap kubeconfig delivered through
+// the shoot (after a control plane migration) and takes it if the seed
+// signed it for this agent; it reports whether it did. A refused one is
+// logged and counted, and changes nothing.
+func (s *seedFirewall) takeDeliveredBootstrap(ctx context.Context, a *Agent) bool {
+	if a.shoot == nil {
 		return false
 	}
-	delivered, err := shoot.DeliveredBootstrapKubeconfig(ctx)
+	delivered, err := a.shoot.DeliveredBootstrapKubeconfig(ctx)
 	if err != nil {
-		log.Error("the seed fails and the shoot cannot be asked for a new bootstrap kubeconfig", "error", err)
+		a.Log.Error("the seed fails and the shoot cannot be asked for a new bootstrap kubeconfig", "error", err)
 		return false
 	}
 	if delivered == nil {
 		return false
 	}
-	took, err := s.src.TakeDelivered(ctx, delivered)
-	if err != nil {
-		log.Error("taking the bootstrap kubeconfig delivered through the shoot", "error", err)
+	err = s.src.TakeDelivered(ctx, delivered)
+	switch {
+	case err == nil:
+		a.Metrics.ObserveDelivery(metrics.DeliveryTaken)
+		return true
+	case errors.Is(err, seedsource.ErrNothingNew):
+	case errors.Is(err, seedsource.ErrRefused):
+		a.Metrics.ObserveDelivery(metrics.DeliveryRefused)
+		a.Log.Error("refused the bootstrap kubeconfig delivered through the shoot; nothing changed", "error", err)
+	default:
+		a.Metrics.ObserveDelivery(metrics.DeliveryFailed)
+		a.Log.Error("taking the bootstrap kubeconfig delivered through the shoot", "error", err)
 	}
-	return took
+	return false
 }

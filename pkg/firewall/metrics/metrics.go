@@ -55,6 +55,7 @@ type Metrics struct {
 	dns               *dnsMetrics
 	selfUpdate        *prometheus.GaugeVec
 	dropLog           *DropLogMetrics
+	deliveries        *prometheus.CounterVec
 
 	// now is the clock, replaced in tests.
 	now func() time.Time
@@ -112,6 +113,7 @@ func New(version string, counters CounterReader, log *slog.Logger) *Metrics {
 	m.dns = newDNSMetrics(m.registry)
 	m.selfUpdate = newSelfUpdateState(m.registry)
 	m.dropLog = newDropLogMetrics(m.registry)
+	m.deliveries = newDeliveries(m.registry)
 	for _, r := range []string{ResultChanged, ResultUnchanged, ResultError} {
 		m.applies.WithLabelValues(r)
 	}

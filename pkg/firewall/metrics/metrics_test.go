@@ -152,6 +152,17 @@ var _ = Describe("Metrics", func() {
 		m.ObserveFQDNBound("maxAddresses")
 		m.ObserveFQDNAllowed(1, 1)
 		m.ObserveSelfUpdate("Refused", "v2")
+		m.ObserveDelivery(metrics.DeliveryRefused)
+	})
+
+	It("counts the deliveries looked at by result, each from 0", func() {
+		m := metrics.New("v1.2.3", nil, nil)
+		m.ObserveDelivery(metrics.DeliveryRefused)
+		m.ObserveDelivery(metrics.DeliveryRefused)
+		_, got := scrape(m.Handler())
+		Expect(got).To(HaveKeyWithValue(`firewall_agent_deliveries_total{result="refused"}`, 2.0))
+		Expect(got).To(HaveKeyWithValue(`firewall_agent_deliveries_total{result="taken"}`, 0.0))
+		Expect(got).To(HaveKeyWithValue(`firewall_agent_deliveries_total{result="failed"}`, 0.0))
 	})
 
 	It("shows the self-update's current state only", func() {

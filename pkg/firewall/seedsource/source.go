@@ -7,7 +7,6 @@
 package seedsource
 
 import (
-	"bytes"
 	"context"
 	"crypto/ecdsa"
 	"crypto/x509"
@@ -29,8 +28,6 @@ import (
 	agentconfigv1alpha1 "github.com/metal-firewall/gardener-extension-firewall/pkg/apis/agentconfig/v1alpha1"
 	fwv1alpha1 "github.com/metal-firewall/gardener-extension-firewall/pkg/apis/firewall/v1alpha1"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/firewall/bootstrap"
-	"github.com/metal-firewall/gardener-extension-firewall/pkg/utils/atomicfile"
-	"github.com/metal-firewall/gardener-extension-firewall/pkg/utils/seal"
 )
 
 // DefaultCertificateDuration is the validity the agent asks for; the
@@ -90,6 +87,9 @@ func (s *Source) Firewall(ctx context.Context) (*fwv1alpha1.Firewall, error) {
 		}
 		fw, err = s.get(ctx)
 	}
+	if err == nil {
+		s.pinDeliveryKey(fw)
+	}
 	return fw, err
 }
 
@@ -106,34 +106,6 @@ func (s *Source) Secret(ctx context.Context, name string) (*corev1.Secret, error
 	}
 	secret := &corev1.Secret{}
 	return secret, s.client.Get(ctx, client.ObjectKey{Namespace: s.Config.Namespace, Name: name}, secret)
-}
-
-// TakeDelivered opens a bootstrap kubeconfig delivered through the shoot
-// (after a control plane migration), sealed to this agent's key for this
-// firewall, and bootstraps with it when it is new. It tells whether it did.
-// A box that does not open (another key, another firewall, tampered) is
-// refused: only this machine can use what the new seed delivered.
-func (s *Source) TakeDelivered(ctx context.Context, sealed []byte) (bool, error) {
-	key, err := s.identityKey()
-	if err != nil {
-		return false, err
-	}
-	kubeconfig, err := seal.Open(key, s.Config.Namespace, s.Name, sealed)
-	if err != nil {
-		return false, fmt.Errorf("the delivered bootstrap kubeconfig: %w", err)
-	}
-	path := s.Config.BootstrapKubeconfig
-	if current, err := os.ReadFile(path); err == nil && bytes.Equal(current, kubeconfig) {
-		return false, nil
-	}
-	if err := atomicfile.Write(path, kubeconfig, 0o600); err != nil {
-		return false, fmt.Errorf("writing the delivered bootstrap kubeconfig to %s: %w", path, err)
-	}
-	s.Log.Info("a new bootstrap kubeconfig arrived through the shoot; bootstrapping with it", "path", path)
-	if err := s.bootstrap(ctx); err != nil {
-		return false, fmt.Errorf("bootstrapping with the delivered kubeconfig: %w", err)
-	}
-	return true, nil
 }
 
 // identityKey is the agent's identity key: loaded from its file, or made
@@ -248,6 +220,13 @@ func (s *Source) bootstrap(ctx context.Context) error {
 		return fmt.Errorf("bootstrap kubeconfig: %w", err)
 	}
 	return s.request(ctx, boot)
+}
+
+// Refused tells whether the seed refuses the agent (401, 403, another CA),
+// as opposed to not answering: an answer the agent looks for a delivered
+// bootstrap kubeconfig on at once.
+func Refused(err error) bool {
+	return isCredentialError(err) || apierrors.IsForbidden(err)
 }
 
 // renew asks for a new certificate with the current one.

@@ -22,6 +22,9 @@ const (
 	SeedKubeconfigPath = Dir + "/seed.kubeconfig"
 	// IdentityKeyPath is the agent's identity key (see SeedSource.IdentityKey).
 	IdentityKeyPath = Dir + "/agent.key"
+	// DeliveryStatePath is the delivery key the agent pinned from its seed
+	// and the generation of the last delivery it took (see DeliveryStateOf).
+	DeliveryStatePath = Dir + "/delivery.json"
 	// ShootKubeconfigPath keeps the shoot kubeconfig the agent reads through
 	// the seed, so that it reaches the shoot when the seed is gone.
 	ShootKubeconfigPath = Dir + "/shoot.kubeconfig"

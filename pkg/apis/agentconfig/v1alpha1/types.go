@@ -186,3 +186,13 @@ func IdentityKeyOf(s *SeedSource) string {
 	}
 	return ""
 }
+
+// DeliveryStateOf is where the agent keeps the delivery key pinned from its
+// seed and the last delivery's generation: delivery.json beside its identity
+// key; empty when that has no place.
+func DeliveryStateOf(s *SeedSource) string {
+	if key := IdentityKeyOf(s); key != "" {
+		return path.Join(path.Dir(key), path.Base(DeliveryStatePath))
+	}
+	return ""
+}
