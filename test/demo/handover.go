@@ -47,13 +47,18 @@ func (d *demo) watchHandOver(ctx context.Context, fwName string) (*handOver, err
 	return h, nil
 }
 
-// carried tells whether kubeconfig is what one of the sealed boxes that came
-// through the shoot holds for the machine's key, and how many there were.
-func (h *handOver) carried(key *ecdsa.PrivateKey, fwName string, kubeconfig []byte) (bool, int) {
+// carried tells whether kubeconfig is what one of the boxes that came
+// through the shoot holds, signed with the delivery key the agent pinned
+// (PKIX DER) and sealed to the machine's key, and how many there were.
+func (h *handOver) carried(key *ecdsa.PrivateKey, deliveryKey []byte, fwName string, kubeconfig []byte) (bool, int) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	for _, data := range h.delivered {
-		if opened, err := seal.Open(key, shootNamespace, fwName, data); err == nil && bytes.Equal(opened, kubeconfig) {
+		d, err := seal.Verify(deliveryKey, shootNamespace, fwName, data)
+		if err != nil {
+			continue
+		}
+		if opened, err := seal.Open(key, shootNamespace, fwName, d.Sealed); err == nil && bytes.Equal(opened, kubeconfig) {
 			return true, len(h.delivered)
 		}
 	}

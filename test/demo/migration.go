@@ -251,9 +251,17 @@ func (d *demo) showHandOver(ctx context.Context, fwName string, h *handOver) err
 	if err != nil {
 		return err
 	}
-	carried, deliveries := h.carried(machineKey, fwName, data)
+	stateJSON, _, err := d.site.readFile(ctx, agentconfigv1alpha1.DeliveryStatePath)
+	if err != nil {
+		return err
+	}
+	pinned := struct{ Key []byte }{}
+	if err := json.Unmarshal(stateJSON, &pinned); err != nil {
+		return fmt.Errorf("%s: %w", agentconfigv1alpha1.DeliveryStatePath, err)
+	}
+	carried, deliveries := h.carried(machineKey, pinned.Key, fwName, data)
 	if !carried {
-		return fmt.Errorf("the machine's bootstrap kubeconfig is in none of the %d sealed boxes delivered in the shoot's Secret %s", deliveries, key)
+		return fmt.Errorf("the machine's bootstrap kubeconfig is in none of the %d boxes delivered in the shoot's Secret %s that are signed with the delivery key the agent pinned and sealed to its key", deliveries, key)
 	}
 	// What the shoot's admins could read: a box that authenticates nowhere.
 	for _, box := range h.boxes() {
@@ -276,7 +284,7 @@ func (d *demo) showHandOver(ctx context.Context, fwName string, h *handOver) err
 	}); err != nil {
 		return err
 	}
-	d.n.say("How: seed B's extension sealed a bootstrap kubeconfig for seed B to the machine's key (pinned by seed A's CSR approver, carried in the migration state) and wrote it into the shoot's Secret %s; the shoot's admins read only an HPKE box there; the agent opened it with its key and wrote it to %s; the Secret is withdrawn again",
+	d.n.say("How: seed B's extension sealed a bootstrap kubeconfig for seed B to the machine's key (pinned by seed A's CSR approver), signed it with the Firewall's delivery key (the agent pinned its public half from seed A; the private half came in the migration state) and wrote it into the shoot's Secret %s; the shoot's admins read only an HPKE box there and cannot write one the agent takes; the agent checked the signature, opened the box with its key and wrote it to %s; the Secret is withdrawn again",
 		key, path)
 	return nil
 }

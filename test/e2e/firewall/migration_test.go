@@ -2,8 +2,12 @@ package firewall_test
 
 import (
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
 	"encoding/base64"
 	"encoding/json"
+	"math"
 	"net"
 	"os"
 	"os/exec"
@@ -30,6 +34,7 @@ import (
 	firewallv1alpha1 "github.com/metal-firewall/gardener-extension-firewall/pkg/apis/firewall/v1alpha1"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/constants"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/controller/manager/machine/local"
+	"github.com/metal-firewall/gardener-extension-firewall/pkg/credentials"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/utils/netns"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/utils/seal"
 	"github.com/metal-firewall/gardener-extension-firewall/test/framework"
@@ -195,7 +200,14 @@ var _ = Describe("Control plane migration end to end", func() {
 
 		By("the agent bootstraps at seed A, enforces its rules and turns Ready")
 		Eventually(connectedIn(cA)).WithTimeout(2 * time.Minute).WithPolling(time.Second).Should(Succeed())
-		fwName := seedFirewalls(ctx, cA, namespace)[0].Name
+		fwA := seedFirewalls(ctx, cA, namespace)[0]
+		fwName := fwA.Name
+		deliveryKey := fwA.Annotations[firewallv1alpha1.AnnotationDeliveryKey]
+		Expect(deliveryKey).NotTo(BeEmpty(), "seed A names the Firewall's delivery key")
+		Eventually(func() (string, error) {
+			data, err := os.ReadFile(filepath.Join(framework.MachineRoot(stateDir, rec), agentconfigv1alpha1.DeliveryStatePath))
+			return string(data), err
+		}).Should(ContainSubstring(deliveryKey), "the agent pinned it from its seed")
 		Eventually(func() (string, error) {
 			out, err := exec.Command("ip", "netns", "exec", rec.NetNS, "nft", "list", "table", "inet", "firewall-agent").CombinedOutput()
 			return string(out), err
@@ -287,6 +299,16 @@ var _ = Describe("Control plane migration end to end", func() {
 		echo("between migrate and restore: the machine forwards with its last rules")
 		newConnectionDropped()
 
+		By("the shoot's admin delivers a bootstrap kubeconfig of their own, sealed to the agent's public key: the agent refuses it and keeps its files")
+		bootstrapOnMachine := filepath.Join(framework.MachineRoot(stateDir, rec), agentconfigv1alpha1.BootstrapKubeconfigPath)
+		bootstrapBefore, err := os.ReadFile(bootstrapOnMachine)
+		Expect(err).NotTo(HaveOccurred())
+		forgeDelivery(ctx, cShoot, namespace, fwName, fwA.Annotations[firewallv1alpha1.AnnotationAgentKey])
+		Eventually(func() string { return framework.AgentLogs(stateDir) }).WithTimeout(time.Minute).
+			Should(ContainSubstring("refused the bootstrap kubeconfig delivered through the shoot; nothing changed"))
+		Expect(os.ReadFile(bootstrapOnMachine)).To(Equal(bootstrapBefore))
+		echo("after the forged delivery")
+
 		By("restoring in seed B as gardenlet does: wait-for-state, the state, then restore; the shoot's admin reads every Secret of the firewall namespace meanwhile")
 		stopHarvest := harvest(ctx, cShoot)
 		prepareShootNamespace(ctx, cB, namespace, shoot)
@@ -320,8 +342,13 @@ var _ = Describe("Control plane migration end to end", func() {
 		harvested := stopHarvest()
 		delivered := firewallv1alpha1.DeliveredBootstrapSecretName(fwName) + "/" + firewallv1alpha1.DeliveredBootstrapKey
 		Expect(harvested).To(HaveKey(delivered), "the admin saw the delivered bootstrap kubeconfig: the harness can catch a leak")
+		Expect(fwB.Annotations[firewallv1alpha1.AnnotationDeliveryKey]).To(Equal(deliveryKey), "the delivery key travelled in the state")
+		deliveryPub, err := base64.StdEncoding.DecodeString(deliveryKey)
+		Expect(err).NotTo(HaveOccurred())
+		d, err := seal.Verify(deliveryPub, namespace, fwName, harvested[delivered])
+		Expect(err).NotTo(HaveOccurred(), "seed B signed it with the key the agent pinned from seed A")
 		envelope := seal.Envelope{}
-		Expect(json.Unmarshal(harvested[delivered], &envelope)).To(Succeed())
+		Expect(json.Unmarshal(d.Sealed, &envelope)).To(Succeed())
 		Expect(envelope.Version).To(Equal(seal.Version), "sealed to the machine's key")
 		for name, value := range harvested {
 			for _, cp := range []*testenv.ControlPlane{seedA, seedB} {
@@ -346,3 +373,28 @@ var _ = Describe("Control plane migration end to end", func() {
 		Expect(filepath.Join("/var/run/netns", rec.NetNS)).NotTo(BeAnExistingFile())
 	})
 })
+
+// forgeDelivery writes, as the shoot's admin can, a delivered bootstrap
+// kubeconfig for the firewall that points at a server of their own, sealed to
+// the agent's public key (no secret: it is on the Firewall and in every CSR)
+// and signed with a key of their own, and lets the agent read it.
+func forgeDelivery(ctx context.Context, shoot client.Client, namespace, fwName, agentKey string) {
+	GinkgoHelper()
+	pub, err := base64.StdEncoding.DecodeString(agentKey)
+	Expect(err).NotTo(HaveOccurred())
+	kubeconfig, err := credentials.BootstrapKubeconfig("https://127.0.0.1:9", []byte("attacker-ca"), "attacker-token")
+	Expect(err).NotTo(HaveOccurred())
+	sealed, err := seal.Seal(pub, namespace, fwName, kubeconfig)
+	Expect(err).NotTo(HaveOccurred())
+	attacker, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	Expect(err).NotTo(HaveOccurred())
+	box, err := seal.Sign(attacker, seal.Delivery{Firewall: namespace + "/" + fwName, Generation: math.MaxInt64, Expires: time.Now().Add(10 * 365 * 24 * time.Hour), Sealed: sealed})
+	Expect(err).NotTo(HaveOccurred())
+	name := firewallv1alpha1.DeliveredBootstrapSecretName(fwName)
+	meta := metav1.ObjectMeta{Name: name, Namespace: constants.ShootNamespace}
+	Expect(client.IgnoreAlreadyExists(shoot.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: constants.ShootNamespace}}))).To(Succeed())
+	Expect(shoot.Create(ctx, &corev1.Secret{ObjectMeta: meta, Data: map[string][]byte{firewallv1alpha1.DeliveredBootstrapKey: box}})).To(Succeed())
+	Expect(shoot.Create(ctx, &rbacv1.Role{ObjectMeta: meta, Rules: []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"secrets"}, ResourceNames: []string{name}, Verbs: []string{"get"}}}})).To(Succeed())
+	Expect(shoot.Create(ctx, &rbacv1.RoleBinding{ObjectMeta: meta, RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: name},
+		Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: constants.AgentServiceAccountName, Namespace: metav1.NamespaceSystem}}})).To(Succeed())
+}
