@@ -115,9 +115,8 @@ var _ = Describe("Replacing one of two firewalls", func() {
 		})
 		deployment := newDeployment(namespace, firewallv1alpha1.StrategyRollingUpdate)
 		deployment.Spec.Replicas = 2
-		// Long enough for the replacement's first heartbeat: one that comes
-		// later than the health timeout after its creation is judged failed
-		// until its Ready condition catches up (judge in firewallset/health.go).
+		// A replacement that has never been Ready is measured against the
+		// create timeout, however late its first heartbeat comes.
 		deployment.Spec.HealthTimeout = &metav1.Duration{Duration: 15 * time.Second}
 		Expect(testClient.Create(ctx, deployment)).To(Succeed())
 		Eventually(readyFirewalls(ctx, namespace)).WithTimeout(time.Minute).Should(HaveLen(2))

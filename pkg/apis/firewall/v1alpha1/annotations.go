@@ -69,6 +69,15 @@ const (
 	ConditionReady = "Ready"
 )
 
+// Reasons of the Ready condition: Booting while the Firewall has never been
+// Ready, NotReady once it was and is no more. Only a Firewall that was Ready
+// has its health timeout run; one that boots has its create timeout.
+const (
+	ReasonReady    = "Ready"
+	ReasonBooting  = "Booting"
+	ReasonNotReady = "NotReady"
+)
+
 // Condition types of a FirewallDeployment.
 const (
 	// ConditionAvailable: the wanted number of Ready firewalls exists.

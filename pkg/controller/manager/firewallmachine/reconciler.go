@@ -276,7 +276,14 @@ func (r *Reconciler) updateStatus(fw *firewallv1alpha1.Firewall, m *machine.Mach
 		requeue = provisioningPoll
 	}
 	wasReady := meta.IsStatusConditionTrue(*conds, firewallv1alpha1.ConditionReady)
-	meta.SetStatusCondition(conds, condition(firewallv1alpha1.ConditionReady, ready, "Ready", readyMessage, gen))
+	reason := firewallv1alpha1.ReasonReady
+	if prev := meta.FindStatusCondition(*conds, firewallv1alpha1.ConditionReady); !ready {
+		reason = firewallv1alpha1.ReasonNotReady
+		if prev == nil || prev.Reason == firewallv1alpha1.ReasonBooting {
+			reason = firewallv1alpha1.ReasonBooting
+		}
+	}
+	meta.SetStatusCondition(conds, condition(firewallv1alpha1.ConditionReady, ready, reason, readyMessage, gen))
 
 	switch {
 	case ready:

@@ -79,7 +79,8 @@ var _ = Describe("Reconciler", func() {
 		fw := e.firewall()
 		Expect(fw.Status.Phase).To(Equal(firewallv1alpha1.FirewallPhaseCreating))
 		Expect(condition(fw, firewallv1alpha1.ConditionReady)).To(And(HaveField("Status", metav1.ConditionFalse),
-			HaveField("Message", "no agent heartbeat within 2m0s")))
+			HaveField("Reason", firewallv1alpha1.ReasonBooting), HaveField("Message", "no agent heartbeat within 2m0s")),
+			"never Ready: its set measures it against the create timeout")
 
 		e.heartbeat()
 		e.clk.Step(30 * time.Second)
@@ -89,12 +90,15 @@ var _ = Describe("Reconciler", func() {
 		for _, t := range []string{firewallv1alpha1.ConditionReady, firewallv1alpha1.ConditionSeedConnected, firewallv1alpha1.ConditionConnected} {
 			Expect(condition(fw, t)).To(HaveField("Status", metav1.ConditionTrue), t)
 		}
+		Expect(condition(fw, firewallv1alpha1.ConditionReady)).To(HaveField("Reason", firewallv1alpha1.ReasonReady))
 
 		e.clk.Step(heartbeatTimeout)
 		e.reconcile()
 		fw = e.firewall()
 		Expect(fw.Status.Phase).To(Equal(firewallv1alpha1.FirewallPhaseCrashing), "it was Ready before")
 		Expect(condition(fw, firewallv1alpha1.ConditionSeedConnected)).To(HaveField("Status", metav1.ConditionFalse))
+		Expect(condition(fw, firewallv1alpha1.ConditionReady)).To(And(HaveField("Status", metav1.ConditionFalse), HaveField("Reason", firewallv1alpha1.ReasonNotReady)),
+			"it was Ready: its set measures it against the health timeout")
 	})
 
 	It("is Creating until the health timeout, then Crashing, when the agent never reports", func() {

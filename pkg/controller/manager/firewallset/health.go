@@ -30,9 +30,12 @@ type verdict struct {
 }
 
 // judge measures a Firewall that is not Ready against its timeouts. One
-// whose agent never reported has createTimeout from its creation; one whose
-// agent has reported (so it forwarded at some point) has healthTimeout from
-// when it stopped being Ready.
+// that has never been Ready (its agent never reported, or the Ready
+// condition still says Booting) has createTimeout from its creation; one
+// that was Ready has healthTimeout from when it stopped being Ready. A
+// report alone does not mean it was Ready: the set may see the first
+// heartbeat before the Ready condition it leads to, and a health timeout
+// shorter than the boot failed the firewall as it came up.
 func judge(fw *firewallv1alpha1.Firewall, createTimeout, healthTimeout time.Duration, now time.Time) verdict {
 	v := verdict{fw: fw, ready: isReady(fw)}
 	if v.ready {
@@ -44,11 +47,16 @@ func judge(fw *firewallv1alpha1.Firewall, createTimeout, healthTimeout time.Dura
 		why = ready.Message
 	}
 	v.reported = fw.Status.AgentStatus != nil && fw.Status.AgentStatus.LastRunAgainstSeed != nil
-	if !v.reported {
+	switch {
+	case !v.reported:
 		v.deadline = fw.CreationTimestamp.Add(createTimeout)
 		v.reason = ReasonCreateTimeout
 		v.message = fmt.Sprintf("Firewall %s not Ready %s after its creation (create timeout), its agent never reported: %s", fw.Name, createTimeout, why)
-	} else {
+	case ready == nil || ready.Reason == firewallv1alpha1.ReasonBooting:
+		v.deadline = fw.CreationTimestamp.Add(createTimeout)
+		v.reason = ReasonCreateTimeout
+		v.message = fmt.Sprintf("Firewall %s not Ready %s after its creation (create timeout), never Ready: %s", fw.Name, createTimeout, why)
+	default:
 		since := fw.CreationTimestamp.Time
 		if ready != nil && ready.Status != metav1.ConditionTrue && ready.LastTransitionTime.After(since) {
 			since = ready.LastTransitionTime.Time

@@ -165,6 +165,29 @@ var _ = Describe("Replacing failed Firewalls", func() {
 		Expect(status()).To(And(HaveField("ReadyReplicas", BeEquivalentTo(1)), HaveField("Replicas", BeEquivalentTo(1)), HaveField("Replacements", BeZero())))
 	})
 
+	It("gives a Firewall whose first report comes later than a short health timeout, not yet Ready, its create timeout", func() {
+		set.Spec.HealthTimeout = &metav1.Duration{Duration: 2 * time.Second}
+		Expect(c.Update(ctx, set)).To(Succeed())
+		reconcileOnce()
+		setStatus("shoot-firewall-abc-0", func(s *firewallv1alpha1.FirewallStatus) {
+			meta.SetStatusCondition(&s.Conditions, metav1.Condition{Type: firewallv1alpha1.ConditionReady, Status: metav1.ConditionFalse,
+				Reason: firewallv1alpha1.ReasonBooting, Message: "machine not provisioned yet", LastTransitionTime: metav1.NewTime(clk.Now())})
+		})
+		clk.Step(time.Minute)
+		By("the agent reports for the first time; the set sees the heartbeat before the Ready condition it leads to")
+		setStatus("shoot-firewall-abc-0", func(s *firewallv1alpha1.FirewallStatus) {
+			s.AgentStatus = &firewallv1alpha1.AgentStatus{LastRunAgainstSeed: &metav1.Time{Time: clk.Now()}}
+		})
+		reconcileOnce()
+		Expect(names()).To(ConsistOf("shoot-firewall-abc-0"), "it never was Ready: the health timeout cannot have run out")
+		Expect(status().Replacements).To(BeZero())
+
+		clk.Step(createTimeout - time.Minute)
+		reconcileOnce()
+		Expect(names()).To(ConsistOf("shoot-firewall-abc-0", "shoot-firewall-abc-1"), "not Ready when its create timeout ran out")
+		Expect(healthy().Message).To(ContainSubstring("not Ready 5m0s after its creation (create timeout), never Ready"))
+	})
+
 	It("replaces nothing while replacement is off, and says so", func() {
 		r.MaxReplacements = 0
 		reconcileOnce()
