@@ -7,6 +7,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
+	"encoding/base64"
 	"encoding/json"
 	"encoding/pem"
 	"fmt"
@@ -384,8 +385,13 @@ var _ = Describe("The extension under the chart's RBAC", func() {
 		}).Should(Succeed(), func() string {
 			return "the new bootstrap kubeconfig is delivered through the shoot (read from the seed's gardener Secret); " + explainFirewalls(ctx, namespace, ex)
 		})
+		restored := firewalls(ctx, namespace)[0]
+		deliveryKey, err := base64.StdEncoding.DecodeString(restored.Annotations[firewallv1alpha1.AnnotationDeliveryKey])
+		Expect(err).NotTo(HaveOccurred())
+		d, err := seal.Verify(deliveryKey, namespace, fw.Name, delivered.Data[firewallv1alpha1.DeliveredBootstrapKey])
+		Expect(err).NotTo(HaveOccurred(), "signed with the Firewall's delivery key, which the chart's RBAC let the extension keep in a seed Secret")
 		envelope := seal.Envelope{}
-		Expect(json.Unmarshal(delivered.Data[firewallv1alpha1.DeliveredBootstrapKey], &envelope)).To(Succeed(), "sealed to the agent's key the approver pinned")
+		Expect(json.Unmarshal(d.Sealed, &envelope)).To(Succeed(), "sealed to the agent's key the approver pinned")
 		Expect(envelope.Version).To(Equal(seal.Version))
 		Expect(string(delivered.Data[firewallv1alpha1.DeliveredBootstrapKey])).NotTo(ContainSubstring("token"))
 		Eventually(reportRulesInForce(ctx, namespace, ex)).Should(MatchRegexp(`^(Restore|Reconcile) Succeeded$`), func() string {
