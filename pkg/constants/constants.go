@@ -73,6 +73,21 @@ const (
 	// the agents send their batches.
 	DropReceiverPortName = "https"
 	DropReceiverPort     = 8443
+	// DropReceiverServerName is the name the receiver's serving certificate
+	// carries and the agents verify it for (they send to a pod address).
+	DropReceiverServerName = DropReceiverName + "." + ShootNamespace + ".svc"
+	// DropReceiverTLSSecretName is the receiver's serving certificate in the
+	// shoot namespace ShootNamespace.
+	DropReceiverTLSSecretName = "firewall-drop-tls"
+	// DropReceiverCAConfigMapName is the CA bundle the agents verify the
+	// receiver with, in the shoot namespace ShootNamespace, key
+	// DropReceiverCAKey.
+	DropReceiverCAConfigMapName = "firewall-drop-ca"
+	DropReceiverCAKey           = "bundle.crt"
+	// SecretsManagerIdentity names the extension's secrets in the seed's
+	// shoot namespaces (the drop receiver's CA and certificate), apart from
+	// gardenlet's.
+	SecretsManagerIdentity = "extension-firewall"
 	// DropAudience is the audience of the tokens the agent sends to the
 	// receiver and the only one the receiver accepts: the shoot's API
 	// rejects such tokens.

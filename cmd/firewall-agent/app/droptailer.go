@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"log/slog"
 	"net"
@@ -22,8 +23,8 @@ import (
 // agents' batches of logged packets and prints one JSON line per event.
 func newDroptailerCommand() *cobra.Command {
 	var (
-		listen, kubeconfig string
-		allowed            []string
+		listen, kubeconfig, certDir string
+		allowed                     []string
 	)
 	cmd := &cobra.Command{
 		Use:   "droptailer",
@@ -36,17 +37,18 @@ and prints one JSON line per event to stdout.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return runDroptailer(cmd.Context(), listen, kubeconfig, allowed)
+			return runDroptailer(cmd.Context(), listen, kubeconfig, certDir, allowed)
 		},
 	}
-	cmd.Flags().StringVar(&listen, "listen", fmt.Sprintf(":%d", droplog.ReceiverPort), "address to take batches on (HTTPS, self-signed certificate)")
+	cmd.Flags().StringVar(&listen, "listen", fmt.Sprintf(":%d", droplog.ReceiverPort), "address to take batches on (HTTPS)")
+	cmd.Flags().StringVar(&certDir, "cert-dir", "", "folder with tls.crt and tls.key, read again when they change: the certificate the agents verify (the extension's CA, for "+droplog.ServerName+"); empty: a self-signed one, which agents refuse")
 	cmd.Flags().StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig of the shoot for the TokenReviews; the pod's ServiceAccount when empty")
 	cmd.Flags().StringSliceVar(&allowed, "allowed-user", []string{"system:serviceaccount:kube-system:" + constants.AgentServiceAccountName},
 		"user name whose batches are taken (the agent's ServiceAccount); repeatable")
 	return cmd
 }
 
-func runDroptailer(ctx context.Context, listen, kubeconfig string, allowed []string) error {
+func runDroptailer(ctx context.Context, listen, kubeconfig, certDir string, allowed []string) error {
 	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
 	cfg, err := restConfig(kubeconfig)
 	if err != nil {
@@ -65,8 +67,15 @@ func runDroptailer(ctx context.Context, listen, kubeconfig string, allowed []str
 	if err != nil {
 		return err
 	}
-	log.Info("taking logged packets", "address", l.Addr().String(), "allowedUsers", allowed)
-	return droplog.Serve(ctx, l, &droplog.Receiver{Client: client, AllowedUsers: allowed, Out: os.Stdout, Log: log})
+	var getCert func(*tls.ClientHelloInfo) (*tls.Certificate, error)
+	if certDir != "" {
+		getCert = droplog.CertificateFiles(certDir)
+		if _, err := getCert(nil); err != nil {
+			return fmt.Errorf("--cert-dir: %w", err)
+		}
+	}
+	log.Info("taking logged packets", "address", l.Addr().String(), "allowedUsers", allowed, "certDir", certDir)
+	return droplog.Serve(ctx, l, &droplog.Receiver{Client: client, AllowedUsers: allowed, Out: os.Stdout, Log: log}, getCert)
 }
 
 func restConfig(kubeconfig string) (*rest.Config, error) {

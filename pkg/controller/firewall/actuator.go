@@ -109,7 +109,7 @@ func (a *actuator) Reconcile(ctx context.Context, log logr.Logger, ex *extension
 	if err := a.reconcileShootAccess(ctx, ex.Namespace); err != nil {
 		return err
 	}
-	if err := a.reconcileShootResources(ctx, ex.Namespace); err != nil {
+	if err := a.reconcileShootResources(ctx, log, ex.Namespace); err != nil {
 		return err
 	}
 	agentConfig, err := agentConfig(ex.Namespace, cfg.DNS, dropLogConfig(a.config.DroptailerImage, cfg.LogAcceptedConnections), cfg.Metrics, len(a.config.AgentUpdatePublicKey) > 0)
@@ -196,15 +196,21 @@ func (a *actuator) Delete(ctx context.Context, log logr.Logger, ex *extensionsv1
 	if err := a.deleteShootResources(ctx, ex.Namespace); err != nil {
 		return err
 	}
+	if err := a.deleteReceiverTLS(ctx, log, ex.Namespace); err != nil {
+		return err
+	}
 	return a.deleteCredentials(ctx, ex.Namespace)
 }
 
 // ForceDelete drops the firewall objects without waiting for machines.
-func (a *actuator) ForceDelete(ctx context.Context, _ logr.Logger, ex *extensionsv1alpha1.Extension) error {
+func (a *actuator) ForceDelete(ctx context.Context, log logr.Logger, ex *extensionsv1alpha1.Extension) error {
 	if err := a.releaseObjects(ctx, ex.Namespace); err != nil {
 		return err
 	}
 	if err := a.deleteShootResources(ctx, ex.Namespace); err != nil {
+		return err
+	}
+	if err := a.deleteReceiverTLS(ctx, log, ex.Namespace); err != nil {
 		return err
 	}
 	return a.deleteCredentials(ctx, ex.Namespace)

@@ -7,6 +7,7 @@ import (
 	resourcesv1alpha1 "github.com/gardener/gardener/pkg/apis/resources/v1alpha1"
 	"github.com/gardener/gardener/pkg/client/kubernetes"
 	"github.com/gardener/gardener/pkg/utils/managedresources"
+	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -23,8 +24,12 @@ import (
 // ShootObjects are the objects of the shoot ManagedResource. The CRDs and
 // the namespace are kept when the ManagedResource goes, so that the shoot
 // owner's policies outlive disabling and re-enabling the extension. With a
-// droptailerImage, the receiver of the logged packets comes along.
-func ShootObjects(droptailerImage string) ([]client.Object, error) {
+// droptailerImage, the receiver of the logged packets comes along with its
+// certificate and the CA bundle the agents verify it with (tls, required).
+func ShootObjects(droptailerImage string, tls *ReceiverTLS) ([]client.Object, error) {
+	if droptailerImage != "" && tls == nil {
+		return nil, fmt.Errorf("the drop receiver %s needs its certificate", droptailerImage)
+	}
 	keep := map[string]string{resourcesv1alpha1.KeepObject: "true"}
 	var objects []client.Object
 	docs, err := crds.Shoot()
@@ -62,8 +67,9 @@ func ShootObjects(droptailerImage string) ([]client.Object, error) {
 				{APIGroups: []string{constants.MetalStackPolicyGroup}, Resources: []string{"clusterwidenetworkpolicies"}, Verbs: []string{"list", "watch"}},
 				{APIGroups: []string{constants.MetalStackPolicyGroup}, Resources: []string{"clusterwidenetworkpolicies/status"}, Verbs: []string{"patch"}},
 				{APIGroups: []string{constants.MetalStackMonitorGroup}, Resources: []string{"firewallmonitors"}, Verbs: []string{"get", "create", "patch"}},
-				// The drop receiver's address.
+				// The drop receiver's address, and the CA to verify it with.
 				agentEndpointSliceRule,
+				agentReceiverCARule,
 			},
 		},
 		metricsService(),
@@ -85,14 +91,14 @@ func ShootObjects(droptailerImage string) ([]client.Object, error) {
 	)
 	objects = append(objects, agentShootPolicy()...)
 	if droptailerImage != "" {
-		objects = append(objects, droptailerObjects(droptailerImage)...)
+		objects = append(objects, droptailerObjects(droptailerImage, tls)...)
 	}
 	return objects, nil
 }
 
 // shootResources serializes ShootObjects for the ManagedResource's secret.
-func shootResources(droptailerImage string) (map[string][]byte, error) {
-	objects, err := ShootObjects(droptailerImage)
+func shootResources(droptailerImage string, tls *ReceiverTLS) (map[string][]byte, error) {
+	objects, err := ShootObjects(droptailerImage, tls)
 	if err != nil {
 		return nil, err
 	}
@@ -101,8 +107,15 @@ func shootResources(droptailerImage string) (map[string][]byte, error) {
 }
 
 // reconcileShootResources writes the shoot ManagedResource.
-func (a *actuator) reconcileShootResources(ctx context.Context, namespace string) error {
-	data, err := shootResources(a.config.DroptailerImage)
+func (a *actuator) reconcileShootResources(ctx context.Context, log logr.Logger, namespace string) error {
+	var tls *ReceiverTLS
+	if a.config.DroptailerImage != "" {
+		var err error
+		if tls, err = a.receiverTLS(ctx, log, namespace); err != nil {
+			return err
+		}
+	}
+	data, err := shootResources(a.config.DroptailerImage, tls)
 	if err != nil {
 		return err
 	}

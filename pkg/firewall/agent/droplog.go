@@ -47,9 +47,12 @@ func (a *Agent) startDropLog(ctx context.Context, cfg *agentconfigv1alpha1.Confi
 	if d.ReceiverURL != "" {
 		endpoint = func(context.Context) (string, error) { return d.ReceiverURL, nil }
 	}
+	// The receiver is verified against the CA bundle the extension
+	// publishes beside it, whichever address the endpoint names.
+	verifier := &droplog.Verifier{Load: shoot.CABundle}
 	sender := &droplog.Sender{
 		Queue: q, Firewall: name, BatchSize: dropLogBatchSize, Interval: dropLogInterval,
-		Endpoint: endpoint, Token: shoot.Token, Client: droplog.NewHTTPClient(), Recorder: rec, Log: log,
+		Endpoint: endpoint, Token: shoot.Token, Client: droplog.NewHTTPClient(verifier), Verifier: verifier, Recorder: rec, Log: log,
 	}
 	go sender.Run(ctx)
 	go func() {

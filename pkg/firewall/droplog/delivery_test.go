@@ -3,11 +3,14 @@ package droplog_test
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"log/slog"
+	"net/http"
 	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -17,8 +20,24 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 
+	secretsutils "github.com/gardener/gardener/pkg/utils/secrets"
+
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/firewall/droplog"
 )
+
+// receiverCertificate makes a CA and a serving certificate of it for name,
+// as the extension does with Gardener's secrets utilities.
+func receiverCertificate(name string) ([]byte, tls.Certificate) {
+	GinkgoHelper()
+	ca, err := (&secretsutils.CertificateSecretConfig{Name: "ca-firewall-drop", CommonName: "ca-firewall-drop", CertType: secretsutils.CACert}).GenerateCertificate()
+	Expect(err).NotTo(HaveOccurred())
+	srv, err := (&secretsutils.CertificateSecretConfig{Name: "firewall-drop", CommonName: "firewall-drop", DNSNames: []string{name},
+		CertType: secretsutils.ServerCert, SigningCA: ca}).GenerateCertificate()
+	Expect(err).NotTo(HaveOccurred())
+	cert, err := tls.X509KeyPair(srv.CertificatePEM, srv.PrivateKeyPEM)
+	Expect(err).NotTo(HaveOccurred())
+	return ca.CertificatePEM, cert
+}
 
 // syncBuffer is the receiver's stdout.
 type syncBuffer struct {
@@ -66,6 +85,10 @@ var _ = Describe("Sender and Receiver", func() {
 	var (
 		out    *syncBuffer
 		server *httptest.Server
+		// caPEM is the CA bundle the sender verifies the receiver with,
+		// cert the receiver's certificate of that CA.
+		caPEM []byte
+		cert  tls.Certificate
 		// users maps the tokens the fake API knows to their user.
 		users map[string]string
 		rec   *recorder
@@ -83,16 +106,20 @@ var _ = Describe("Sender and Receiver", func() {
 			return true, tr, nil
 		})
 		log := slog.New(slog.DiscardHandler)
-		server = httptest.NewTLSServer(&droplog.Receiver{Client: client, AllowedUsers: []string{agentUser}, Out: out, Log: log})
+		caPEM, cert = receiverCertificate(droplog.ServerName)
+		server = httptest.NewUnstartedServer(&droplog.Receiver{Client: client, AllowedUsers: []string{agentUser}, Out: out, Log: log})
+		server.TLS = &tls.Config{Certificates: []tls.Certificate{cert}}
+		server.StartTLS()
 		DeferCleanup(server.Close)
 	})
 
 	send := func() *droplog.Sender {
+		v := &droplog.Verifier{Load: func(context.Context) ([]byte, error) { return caPEM, nil }}
 		return &droplog.Sender{
 			Queue: q, Firewall: "fw-1", BatchSize: 10, Interval: 50 * time.Millisecond,
 			Endpoint: func(context.Context) (string, error) { return server.URL + droplog.EventsPath, nil },
 			Token:    func(context.Context) (string, error) { return token, nil },
-			Client:   droplog.NewHTTPClient(), Recorder: rec, Log: slog.New(slog.DiscardHandler),
+			Client:   droplog.NewHTTPClient(v), Verifier: v, Recorder: rec, Log: slog.New(slog.DiscardHandler),
 		}
 	}
 
@@ -114,6 +141,47 @@ var _ = Describe("Sender and Receiver", func() {
 		Expect(first).To(HaveKeyWithValue("destinationPort", BeNumerically("==", 1000)))
 		Expect(first).To(HaveKeyWithValue("context", "drop forward default-deny"))
 	})
+
+	DescribeTable("sends nothing, not even the token, to a receiver it cannot verify; the batch counts as lost",
+		func(ctx SpecContext, impostor func() (tls.Certificate, []byte)) {
+			var requests atomic.Int32
+			fake, bundle := impostor()
+			other := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+				requests.Add(1)
+				w.WriteHeader(http.StatusNoContent)
+			}))
+			other.TLS = &tls.Config{Certificates: []tls.Certificate{fake}}
+			other.StartTLS()
+			DeferCleanup(other.Close)
+			q.Push(droplog.Event{Action: "drop"})
+			s := send()
+			s.Endpoint = func(context.Context) (string, error) { return other.URL + droplog.EventsPath, nil }
+			if bundle != nil {
+				s.Verifier.Load = func(context.Context) ([]byte, error) { return bundle, nil }
+			}
+			runCtx, cancel := context.WithCancel(ctx)
+			defer cancel()
+			go s.Run(runCtx)
+			Eventually(func() uint64 { rec.mu.Lock(); defer rec.mu.Unlock(); return rec.lost[droplog.LostSend] }).Should(BeEquivalentTo(1))
+			Expect(requests.Load()).To(BeZero())
+		},
+		Entry("a certificate of another CA for the receiver's name", func() (tls.Certificate, []byte) {
+			_, c := receiverCertificate(droplog.ServerName)
+			return c, nil
+		}),
+		Entry("a certificate of the CA for another name", func() (tls.Certificate, []byte) {
+			ca, c := receiverCertificate("kubernetes.default.svc")
+			return c, ca
+		}),
+		Entry("a self-signed one, as a receiver run by hand has", func() (tls.Certificate, []byte) {
+			c, err := droplog.SelfSignedCertificate()
+			Expect(err).NotTo(HaveOccurred())
+			return c, nil
+		}),
+		Entry("no CA bundle to verify with", func() (tls.Certificate, []byte) {
+			return cert, []byte("no PEM here")
+		}),
+	)
 
 	It("refuses another user's token; the batch counts as lost and the next one says so", func(ctx SpecContext) {
 		token = "other-token"

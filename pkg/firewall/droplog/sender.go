@@ -3,7 +3,6 @@ package droplog
 import (
 	"bytes"
 	"context"
-	"crypto/tls"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -28,24 +27,13 @@ type Sender struct {
 	// Endpoint returns the receiver's URL (…/v1/events).
 	Endpoint func(ctx context.Context) (string, error)
 	// Token returns the bearer token that proves the agent's identity.
-	Token    func(ctx context.Context) (string, error)
-	Client   *http.Client
+	Token func(ctx context.Context) (string, error)
+	// Client sends; NewHTTPClient(Verifier) verifies the receiver.
+	Client *http.Client
+	// Verifier, when set, is refreshed before each batch.
+	Verifier *Verifier
 	Recorder Recorder
 	Log      *slog.Logger
-}
-
-// NewHTTPClient is the sender's client. The receiver's certificate is
-// self-signed and not verified: the token it receives is bound to the
-// receiver's audience and short-lived, worthless against the shoot's API
-// (see the firewall guide).
-func NewHTTPClient() *http.Client {
-	return &http.Client{
-		Timeout: 10 * time.Second,
-		Transport: &http.Transport{
-			TLSClientConfig:     &tls.Config{InsecureSkipVerify: true, MinVersion: tls.VersionTLS12}, //nolint:gosec // see above
-			MaxIdleConnsPerHost: 2,
-		},
-	}
 }
 
 // Run sends until ctx is done.
@@ -90,6 +78,11 @@ func (s *Sender) sendOne(ctx context.Context) bool {
 }
 
 func (s *Sender) send(ctx context.Context, b Batch) error {
+	if s.Verifier != nil {
+		if err := s.Verifier.Refresh(ctx); err != nil {
+			return err
+		}
+	}
 	url, err := s.Endpoint(ctx)
 	if err != nil {
 		return fmt.Errorf("receiver: %w", err)

@@ -12,11 +12,15 @@ import (
 	"math/big"
 	"net"
 	"net/http"
+	"os"
+	"path/filepath"
+	"sync"
 	"time"
 )
 
-// SelfSignedCertificate is the receiver's serving certificate, made at
-// start and kept in memory only.
+// SelfSignedCertificate is a serving certificate made at start and kept in
+// memory only, for a receiver run by hand: agents verify the receiver
+// against the extension's CA and refuse it.
 func SelfSignedCertificate() (tls.Certificate, error) {
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
@@ -42,17 +46,22 @@ func SelfSignedCertificate() (tls.Certificate, error) {
 	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}, nil
 }
 
-// Serve serves the receiver over TLS on l until ctx is done.
-func Serve(ctx context.Context, l net.Listener, r *Receiver) error {
-	cert, err := SelfSignedCertificate()
-	if err != nil {
-		return err
+// Serve serves the receiver over TLS on l until ctx is done, with the
+// certificate getCert gives for each handshake (CertificateFiles reads a
+// rotated one); a self-signed one, which no agent takes, when nil.
+func Serve(ctx context.Context, l net.Listener, r *Receiver, getCert func(*tls.ClientHelloInfo) (*tls.Certificate, error)) error {
+	if getCert == nil {
+		cert, err := SelfSignedCertificate()
+		if err != nil {
+			return err
+		}
+		getCert = func(*tls.ClientHelloInfo) (*tls.Certificate, error) { return &cert, nil }
 	}
 	server := &http.Server{
 		Handler:           r,
 		ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout:       30 * time.Second,
-		TLSConfig:         &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12},
+		TLSConfig:         &tls.Config{GetCertificate: getCert, MinVersion: tls.VersionTLS12},
 	}
 	go func() {
 		<-ctx.Done()
@@ -64,4 +73,32 @@ func Serve(ctx context.Context, l net.Listener, r *Receiver) error {
 		return err
 	}
 	return nil
+}
+
+// CertificateFiles serves tls.crt and tls.key of dir, read again when
+// they change (the extension rotates them in the mounted Secret).
+func CertificateFiles(dir string) func(*tls.ClientHelloInfo) (*tls.Certificate, error) {
+	var (
+		mu      sync.Mutex
+		cert    *tls.Certificate
+		modTime time.Time
+	)
+	certFile, keyFile := filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key")
+	return func(*tls.ClientHelloInfo) (*tls.Certificate, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		info, err := os.Stat(certFile)
+		if err != nil {
+			return nil, err
+		}
+		if cert != nil && info.ModTime().Equal(modTime) {
+			return cert, nil
+		}
+		c, err := tls.LoadX509KeyPair(certFile, keyFile)
+		if err != nil {
+			return nil, err
+		}
+		cert, modTime = &c, info.ModTime()
+		return cert, nil
+	}
 }

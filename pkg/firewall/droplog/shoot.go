@@ -155,3 +155,19 @@ func (s *Shoot) Endpoint(ctx context.Context) (string, error) {
 	}
 	return "", fmt.Errorf("service %s/%s has no ready endpoint", s.Namespace, ReceiverName)
 }
+
+// CABundle reads the receiver's CA bundle that the extension publishes in
+// the receiver's namespace (ConfigMap firewall-drop-ca).
+func (s *Shoot) CABundle(ctx context.Context) ([]byte, error) {
+	s.mu.Lock()
+	c, err := s.connect()
+	s.mu.Unlock()
+	if err != nil {
+		return nil, err
+	}
+	cm, err := c.CoreV1().ConfigMaps(s.Namespace).Get(ctx, constants.DropReceiverCAConfigMapName, metav1.GetOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("configmap %s/%s: %w", s.Namespace, constants.DropReceiverCAConfigMapName, err)
+	}
+	return cm.BinaryData[constants.DropReceiverCAKey], nil
+}

@@ -3,6 +3,7 @@ package agent_test
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"fmt"
 	"log/slog"
@@ -101,8 +102,9 @@ func contains(list []string, s string) bool {
 
 // startReceiver runs the receiver on the loopback with the shoot's
 // firewall/firewall-drop ServiceAccount (only the RBAC of the shoot
-// ManagedResource) and returns its output and URL.
-func startReceiver(ctx SpecContext, admin client.Client, agentKubeconfig []byte) (*receiverOut, string) {
+// ManagedResource) and the certificate cert (self-signed when nil), and
+// returns its output and URL.
+func startReceiver(ctx SpecContext, admin client.Client, agentKubeconfig []byte, cert *tls.Certificate) (*receiverOut, string) {
 	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: droplog.ReceiverName, Namespace: "firewall"}}
 	tr := &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](3600)}}
 	Expect(admin.SubResource("token").Create(ctx, sa, tr)).To(Succeed())
@@ -116,9 +118,13 @@ func startReceiver(ctx SpecContext, admin client.Client, agentKubeconfig []byte)
 	Expect(err).NotTo(HaveOccurred())
 	srvCtx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
+	var getCert func(*tls.ClientHelloInfo) (*tls.Certificate, error)
+	if cert != nil {
+		getCert = func(*tls.ClientHelloInfo) (*tls.Certificate, error) { return cert, nil }
+	}
 	go func() {
 		done <- droplog.Serve(srvCtx, l, &droplog.Receiver{Client: cs, AllowedUsers: []string{"system:serviceaccount:kube-system:firewall-agent"},
-			Out: out, Log: slog.New(slog.NewTextHandler(GinkgoWriter, nil))})
+			Out: out, Log: slog.New(slog.NewTextHandler(GinkgoWriter, nil))}, getCert)
 	}()
 	DeferCleanup(func() { cancel(); Expect(<-done).To(Succeed()) })
 	return out, "https://" + l.Addr().String() + droplog.EventsPath
@@ -179,10 +185,37 @@ var _ = Describe("firewall agent drop log", func() {
 		Expect(err).To(MatchError(ContainSubstring("Unauthorized")))
 	})
 
+	It("sends nothing, not its token either, to a receiver without a certificate of the CA the shoot publishes", func(ctx SpecContext) {
+		t := newTopology()
+		admin, kubeconfig := startShoot(ctx)
+		out, url := startReceiver(ctx, admin, kubeconfig, nil)
+
+		dir, kubeconfigPath := writeShootKubeconfig(kubeconfig)
+		cfgPath := filepath.Join(dir, "config.yaml")
+		writeConfig(cfgPath, fmt.Sprintf(shootAgentConfig, kubeconfigPath)+fmt.Sprintf("dropLog: {receiverURL: %q}\n", url))
+		log := slog.New(slog.NewTextHandler(GinkgoWriter, nil))
+		m := metrics.New("v-droplog-test", nil, log)
+		a := &agent.Agent{ConfigPath: cfgPath, Applier: nftables.NewProgrammer(t.fw.Path()), Log: log, Metrics: m, NFLogNetNS: t.fw.Path(),
+			PollInterval: 200 * time.Millisecond, SeedInterval: 300 * time.Millisecond, Version: "v-droplog-test"}
+		stopAgent := framework.RunInBackground(a.Run)
+		DeferCleanup(func() { Expect(stopAgent()).To(Succeed()) })
+		Eventually(func() (string, error) { return t.fw.Exec("nft", "list", "chain", "inet", "firewall-agent", "forward") }).
+			WithTimeout(30 * time.Second).Should(ContainSubstring(`group 10`))
+
+		udpFlood(t.node, outsideV4, 3)
+		Eventually(func() float64 {
+			return counter(m, "firewall_agent_droplog_lost_events_total", "reason", droplog.LostSend)
+		}).
+			WithTimeout(10*time.Second).Should(BeNumerically(">=", 1), "the batch for an unverified receiver is lost")
+		events, lost := out.lines()
+		Expect(events).To(BeEmpty())
+		Expect(lost).To(BeZero(), "no request reached it")
+	})
+
 	It("delivers real drops to the shoot's receiver with their context, and counts what a flood loses", func(ctx SpecContext) {
 		t := newTopology()
 		admin, kubeconfig := startShoot(ctx)
-		out, url := startReceiver(ctx, admin, kubeconfig)
+		out, url := startReceiver(ctx, admin, kubeconfig, &shootReceiverCert)
 
 		dir, kubeconfigPath := writeShootKubeconfig(kubeconfig)
 		cfgPath := filepath.Join(dir, "config.yaml")

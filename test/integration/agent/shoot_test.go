@@ -2,6 +2,7 @@ package agent_test
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"log/slog"
 	"net/url"
@@ -62,6 +63,10 @@ controllers:
   monitor:  {source: shoot}
 `
 
+// shootReceiverCert is the drop receiver's certificate of the shoot started
+// last, of the CA its ManagedResource objects publish.
+var shootReceiverCert tls.Certificate
+
 // startShoot starts a shoot control plane with what the extension's shoot
 // ManagedResource holds, and returns an admin client and a kubeconfig of the
 // agent's ServiceAccount, which has only what that RBAC grants. crdPaths
@@ -73,7 +78,10 @@ func startShoot(ctx SpecContext, crdPaths ...string) (client.Client, []byte) {
 	admin, err := client.New(cp.Config, client.Options{Scheme: shootScheme})
 	Expect(err).NotTo(HaveOccurred())
 
-	objects, err := firewallcontroller.ShootObjects(droptailerImage)
+	receiverTLS, receiverCert, err := framework.NewReceiverTLS()
+	Expect(err).NotTo(HaveOccurred())
+	shootReceiverCert = receiverCert
+	objects, err := firewallcontroller.ShootObjects(droptailerImage, receiverTLS)
 	Expect(err).NotTo(HaveOccurred())
 	for _, obj := range objects {
 		Expect(admin.Create(ctx, obj)).To(Succeed())

@@ -56,8 +56,8 @@ var _ = BeforeSuite(func() {
 	Expect(kubernetes.AddSeedSchemeToScheme(scheme)).To(Succeed())
 	Expect(firewallv1alpha1.AddToScheme(scheme)).To(Succeed())
 	provider = machinetest.NewMemory()
-	seedA = startSeed("seed-a")
-	seedB = startSeed("seed-b")
+	seedA = startSeed("seed-a", "")
+	seedB = startSeed("seed-b", "")
 })
 
 // bootNamespace holds the boot ServiceAccounts, as the extension's namespace does.
@@ -71,7 +71,8 @@ const readyTimeout = 20 * time.Second
 // generic Extension reconciler with the firewall actuator (acting on the
 // operation annotation, as with gardenlet), and the firewall
 // manager with bootstrap credentials for this seed.
-func startSeed(name string) *seedEnv {
+// With a droptailerImage, it deploys the drop receiver into each shoot.
+func startSeed(name, droptailerImage string) *seedEnv {
 	// With the shoot's CRDs: a seed stands in for a shoot of the other (roll requests).
 	// With metal-stack's too: roll requests on their FirewallMonitor.
 	crds := append(append(testenv.SeedCRDPaths(), testenv.ShootCRDPaths()...), testenv.MetalStackShootCRDPaths()...)
@@ -92,7 +93,8 @@ func startSeed(name string) *seedEnv {
 	ctx, cancel := context.WithCancel(context.Background())
 	Expect(firewallcontroller.AddToManagerWithOptions(ctx, mgr, firewallcontroller.AddOptions{
 		Controller: controller.Options{MaxConcurrentReconciles: 5},
-		Config:     firewallcontroller.Config{BootNamespace: bootNamespace, ReadyTimeout: readyTimeout, ReadyPollInterval: 500 * time.Millisecond},
+		Config: firewallcontroller.Config{BootNamespace: bootNamespace, ReadyTimeout: readyTimeout, ReadyPollInterval: 500 * time.Millisecond,
+			DroptailerImage: droptailerImage},
 	})).To(Succeed())
 	Expect(healthcheck.AddToManager(mgr, 2*time.Second, 0)).To(Succeed())
 	Expect(firewallmanager.AddToManager(mgr, firewallmanager.Options{
