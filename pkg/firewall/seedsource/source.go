@@ -192,6 +192,8 @@ func (s *Source) load() error {
 }
 
 func (s *Source) use(cfg *rest.Config, cert *x509.Certificate) error {
+	cfg = rest.CopyConfig(cfg)
+	cfg.Timeout = agentconfigv1alpha1.APIRequestTimeout
 	c, err := client.New(cfg, client.Options{Scheme: scheme})
 	if err != nil {
 		return err

@@ -116,6 +116,7 @@ func (s *Source) connect() (client.Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("shoot kubeconfig %s: %w", s.Config.Kubeconfig, err)
 	}
+	cfg.Timeout = agentconfigv1alpha1.APIRequestTimeout
 	c, err := client.New(cfg, client.Options{Scheme: scheme})
 	if err != nil {
 		return nil, err

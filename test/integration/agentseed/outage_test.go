@@ -134,24 +134,7 @@ var _ = Describe("the seed's kube-apiserver stopped", func() {
 
 var _ = Describe("the shoot's kube-apiserver stopped", func() {
 	It("keeps the rules, reports the shoot down, retries at its interval, and reads the shoot again once it is back", func(ctx SpecContext) {
-		shoot, err := testenv.Start(testenv.Options{Name: "shoot-outage", CRDDirectoryPaths: testenv.ShootCRDPaths()})
-		Expect(err).NotTo(HaveOccurred())
-		DeferCleanup(func() { Expect(shoot.Stop()).To(Succeed()) })
-		admin, err := testenv.Kubeconfig(shoot.Config)
-		Expect(err).NotTo(HaveOccurred())
-		dir := GinkgoT().TempDir()
-		shootPath := filepath.Join(dir, "shoot.kubeconfig")
-		configPath := filepath.Join(dir, "config.yaml")
-		Expect(os.WriteFile(shootPath, admin, 0o600)).To(Succeed())
-		Expect(os.WriteFile(configPath, []byte(fmt.Sprintf(`name: fw-0
-sources:
-  shoot: {namespace: firewall, kubeconfig: %s}
-  static:
-    firewall: {internalPrefixes: ["10.30.0.0/24"]}
-controllers:
-  firewall: {source: static}
-  cwnp:     {source: shoot}
-`, shootPath)), 0o600)).To(Succeed())
+		shoot, configPath := shootAgent("shoot-outage", "10.30.0.0/24")
 
 		logs := gbytes.NewBuffer()
 		log := slog.New(slog.NewTextHandler(io.MultiWriter(GinkgoWriter, logs), nil))
@@ -186,6 +169,31 @@ controllers:
 		Expect(applier.Last()).To(Equal(rulesBefore))
 	})
 })
+
+// shootAgent starts a shoot and writes the config of an agent that reads
+// its policies there and its Firewall spec (internal prefix) from the file.
+func shootAgent(name, prefix string) (*testenv.ControlPlane, string) {
+	GinkgoHelper()
+	shoot, err := testenv.Start(testenv.Options{Name: name, CRDDirectoryPaths: testenv.ShootCRDPaths()})
+	Expect(err).NotTo(HaveOccurred())
+	DeferCleanup(func() { Expect(shoot.Stop()).To(Succeed()) })
+	admin, err := testenv.Kubeconfig(shoot.Config)
+	Expect(err).NotTo(HaveOccurred())
+	dir := GinkgoT().TempDir()
+	shootPath := filepath.Join(dir, "shoot.kubeconfig")
+	configPath := filepath.Join(dir, "config.yaml")
+	Expect(os.WriteFile(shootPath, admin, 0o600)).To(Succeed())
+	Expect(os.WriteFile(configPath, []byte(fmt.Sprintf(`name: fw-0
+sources:
+  shoot: {namespace: firewall, kubeconfig: %s}
+  static:
+    firewall: {internalPrefixes: [%q]}
+controllers:
+  firewall: {source: static}
+  cwnp:     {source: shoot}
+`, shootPath, prefix)), 0o600)).To(Succeed())
+	return shoot, configPath
+}
 
 func (r *recorder) count() int {
 	r.mu.Lock()

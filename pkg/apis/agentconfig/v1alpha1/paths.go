@@ -7,6 +7,11 @@ import "time"
 // (--csr-max-duration), or it would deny every firewall.
 const CertificateDuration = 12 * time.Hour
 
+// APIRequestTimeout bounds one request of the agent to the seed's or the
+// shoot's kube-apiserver: one that accepts connections and never answers
+// holds the agent's round (and every other source's) for at most this long.
+const APIRequestTimeout = 15 * time.Second
+
 // Paths of the agent's files on a firewall machine. The extension writes the
 // config and the bootstrap kubeconfig into the userdata; the agent writes the
 // kubeconfigs it obtains itself (0600).
