@@ -50,8 +50,20 @@ var _ = Describe("the seed's kube-apiserver hangs", func() {
 		back := time.Since(thawed)
 		Eventually(heartbeat(ctx, seed)).WithTimeout(bound).Should(Equal("v-test"))
 		Expect(applier.Last()).To(Equal(rules))
-		report := fmt.Sprintf("seed hung (SIGSTOP): reported down %v after, back %v after it answered again (request timeout %v, seed interval 500ms)",
-			down.Round(100*time.Millisecond), back.Round(100*time.Millisecond), agentconfigv1alpha1.APIRequestTimeout)
+
+		By("stopped again, the agent stops at once when told, with a read hanging")
+		thaw2, err := seed.cp.FreezeAPIServer()
+		Expect(err).NotTo(HaveOccurred())
+		DeferCleanup(func() { Expect(thaw2()).To(Succeed()) })
+		Eventually(seedUp).WithTimeout(bound).WithPolling(100 * time.Millisecond).Should(Equal(0.0))
+		stopping := time.Now()
+		stopped := make(chan error, 1)
+		go func() { stopped <- stopAgent() }()
+		Eventually(stopped).WithTimeout(5 * time.Second).Should(Receive(BeNil()), "cancelling the round's context ends the hanging read")
+		stopTook := time.Since(stopping)
+
+		report := fmt.Sprintf("seed hung (SIGSTOP): reported down %v after, back %v after it answered again (request timeout %v, seed interval 500ms); stopped in %v with a read hanging",
+			down.Round(100*time.Millisecond), back.Round(100*time.Millisecond), agentconfigv1alpha1.APIRequestTimeout, stopTook.Round(time.Millisecond))
 		fmt.Fprintln(GinkgoWriter, report)
 		AddReportEntry("seed hang", report)
 	})
