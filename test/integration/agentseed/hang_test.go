@@ -59,7 +59,7 @@ var _ = Describe("the seed's kube-apiserver hangs", func() {
 		stopping := time.Now()
 		stopped := make(chan error, 1)
 		go func() { stopped <- stopAgent() }()
-		Eventually(stopped).WithTimeout(5 * time.Second).Should(Receive(BeNil()), "cancelling the round's context ends the hanging read")
+		Eventually(stopped).WithTimeout(5*time.Second).Should(Receive(BeNil()), "cancelling the round's context ends the hanging read")
 		stopTook := time.Since(stopping)
 
 		report := fmt.Sprintf("seed hung (SIGSTOP): reported down %v after, back %v after it answered again (request timeout %v, seed interval 500ms); stopped in %v with a read hanging",
