@@ -33,9 +33,11 @@ var _ = Describe("The distance the agent announces", func() {
 		a   *agent.Agent
 		cfg *agentconfigv1alpha1.Config
 	)
+	// program stands in for FRR's: bgpd's summary shows no peer (nothing
+	// to wait for after a reload), anything else prints and exits.
 	program := func(name, exit string) string {
 		p := filepath.Join(dir, name)
-		Expect(os.WriteFile(p, []byte("#!/bin/sh\necho refused by "+name+"\nexit "+exit+"\n"), 0o755)).To(Succeed())
+		Expect(os.WriteFile(p, []byte("#!/bin/sh\ncase \"$*\" in *'summary json'*) echo '{\"peers\":{}}'; exit 0;; esac\necho refused by "+name+"\nexit "+exit+"\n"), 0o755)).To(Succeed())
 		return p
 	}
 	firewall := func(distance int32) *fwv1alpha1.Firewall {

@@ -42,6 +42,11 @@ type Announcer struct {
 	PeerGroup string
 	// Vtysh and Reload are FRR's programs; the defaults when empty.
 	Vtysh, Reload string
+	// SettleStable is how long bgpd must have sent every peer its routes
+	// again after a reload before the distance counts as in force, and
+	// SettleTimeout how long that may take; DefaultSettleStable and
+	// DefaultSettleTimeout when 0.
+	SettleStable, SettleTimeout time.Duration
 
 	mu sync.Mutex
 	// inForce is the distance FRR runs with, -1 before the first apply.
@@ -99,6 +104,10 @@ func (a *Announcer) Announce(ctx context.Context, distance int) error {
 	if err := a.run(ctx, or(a.Vtysh, DefaultVtysh), "--dryrun", "--inputfile", tmp); err != nil {
 		return fmt.Errorf("FRR refuses the configuration with distance %d: %w", distance, err)
 	}
+	before, err := a.advertised(ctx)
+	if err != nil {
+		return fmt.Errorf("the routes bgpd sends before the reload: %w", err)
+	}
 	if want != string(old) {
 		if err := os.Rename(tmp, path); err != nil {
 			return fmt.Errorf("replacing FRR's configuration: %w", err)
@@ -121,6 +130,10 @@ func (a *Announcer) Announce(ctx context.Context, distance int) error {
 	if err := a.run(ctx, or(a.Vtysh, DefaultVtysh), "-c", "clear bgp l2vpn evpn * soft out"); err != nil {
 		a.inForce = -1
 		return fmt.Errorf("sending the routes with distance %d: %w", distance, err)
+	}
+	if err := a.settle(ctx, before); err != nil {
+		a.inForce = -1
+		return fmt.Errorf("distance %d: %w", distance, err)
 	}
 	a.inForce = distance
 	return nil

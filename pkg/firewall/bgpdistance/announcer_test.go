@@ -4,7 +4,9 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -20,11 +22,21 @@ var _ = Describe("Announcer", func() {
 	)
 	// program writes an executable that logs its arguments into calls and
 	// exits with code, printing out.
+	// Asked for bgpd's summary, it prints the file summary instead, and
+	// logs nothing: the JSON that FRR 8.4 prints, peers and prefixes sent.
 	program := func(name string, code int, out string) string {
 		p := filepath.Join(dir, name)
-		script := "#!/bin/sh\necho \"" + name + " $*\" >>" + calls + "\necho '" + out + "'\nexit " + string(rune('0'+code)) + "\n"
+		script := "#!/bin/sh\ncase \"$*\" in *'summary json'*) cat " + filepath.Join(dir, "summary") + "; exit 0;; esac\n" +
+			"echo \"" + name + " $*\" >>" + calls + "\necho '" + out + "'\nexit " + string(rune('0'+code)) + "\n"
 		Expect(os.WriteFile(p, []byte(script), 0o755)).To(Succeed())
 		return p
+	}
+	// sending sets how many prefixes bgpd sends its peer in the summary.
+	sending := func(n int) {
+		// As FRR 8.4 prints it in the lab (shortened).
+		summary := `{"routerId":"10.255.0.2","as":4200000001,"vrfName":"default","peers":{"lan0":{"hostname":"rack","remoteAs":4210000001,"pfxRcd":1,"pfxSnt":` +
+			strconv.Itoa(n) + `,"state":"Established","peerState":"OK","idType":"interface"},"lan1":{"remoteAs":0,"pfxRcd":0,"pfxSnt":0,"state":"Idle","idType":"interface"}},"totalPeers":2}`
+		Expect(os.WriteFile(filepath.Join(dir, "summary"), []byte(summary), 0o644)).To(Succeed())
 	}
 	called := func() []string {
 		data, err := os.ReadFile(calls)
@@ -51,7 +63,9 @@ var _ = Describe("Announcer", func() {
 		conf, calls = filepath.Join(dir, "frr.conf"), filepath.Join(dir, "calls")
 		original = firewallConfigs()["frr.conf.firewall"]
 		Expect(os.WriteFile(conf, []byte(original), 0o640)).To(Succeed())
-		a = &bgpdistance.Announcer{ConfigPath: conf, Vtysh: program("vtysh", 0, ""), Reload: program("reload", 0, "")}
+		sending(1)
+		a = &bgpdistance.Announcer{ConfigPath: conf, Vtysh: program("vtysh", 0, ""), Reload: program("reload", 0, ""),
+			SettleStable: 300 * time.Millisecond, SettleTimeout: 5 * time.Second}
 	})
 
 	It("checks, writes and reloads, keeping the file's mode, and does nothing for a distance in force", func(ctx context.Context) {
@@ -76,6 +90,36 @@ var _ = Describe("Announcer", func() {
 		Expect(called()).To(HaveLen(6))
 		d, _ = bgpdistance.Distance(onDisk())
 		Expect(d).To(BeZero())
+	})
+
+	It("tells the distance in force only once bgpd sends its routes again after the reload's withdrawal", func(ctx context.Context) {
+		By("the reload withdraws the routes, as FRR 8.4's does with an unchanged as-path access-list")
+		a.Reload = filepath.Join(dir, "withdrawing-reload")
+		Expect(os.WriteFile(a.Reload, []byte("#!/bin/sh\necho \"reload $*\" >>"+calls+"\n"+
+			"echo '{\"peers\":{\"lan0\":{\"state\":\"Established\",\"pfxSnt\":0}}}' >"+filepath.Join(dir, "summary")+"\n"), 0o755)).To(Succeed())
+		var restored time.Time
+		back := make(chan struct{})
+		go func() {
+			defer GinkgoRecover()
+			defer close(back)
+			Eventually(called).Should(ContainElement(HavePrefix("reload")))
+			// The withdrawal lasts a second, as bgpd's does for seconds.
+			time.Sleep(time.Second)
+			restored = time.Now()
+			sending(1)
+		}()
+		Expect(a.Announce(ctx, 3)).To(Succeed())
+		returned := time.Now()
+		<-back
+		Expect(returned).To(BeTemporally(">", restored.Add(300*time.Millisecond)), "not before the routes are out again and stayed out")
+		Expect(inForce()).To(BeEquivalentTo(3))
+
+		By("routes that do not come back: the distance is not in force, and the error says which peer")
+		a.SettleTimeout = time.Second
+		err := a.Announce(ctx, 0)
+		Expect(err).To(MatchError(And(ContainSubstring("distance 0: bgpd did not send its routes again within 1s"), ContainSubstring("lan0 (0 of 1 prefixes)"))))
+		_, ok := a.InForce()
+		Expect(ok).To(BeFalse())
 	})
 
 	It("keeps the old configuration when FRR refuses the new one", func(ctx context.Context) {
