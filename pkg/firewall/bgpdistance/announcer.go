@@ -146,11 +146,7 @@ func (a *Announcer) run(ctx context.Context, name string, args ...string) error 
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Run(); err != nil {
-		msg := bytes.TrimSpace(out.Bytes())
-		if len(msg) > maxOutput {
-			msg = append(msg[:maxOutput:maxOutput], "..."...)
-		}
-		return fmt.Errorf("%s: %w: %s", filepath.Base(name), err, msg)
+		return fmt.Errorf("%s: %w: %s", filepath.Base(name), err, bounded(out.Bytes()))
 	}
 	return nil
 }

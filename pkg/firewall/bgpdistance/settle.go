@@ -57,6 +57,8 @@ func (a *Announcer) advertised(ctx context.Context) (map[string]int, error) {
 	return sent, nil
 }
 
+// bounded is a command's output as an error carries it: trimmed, at most
+// maxOutput bytes.
 func bounded(b []byte) string {
 	s := strings.TrimSpace(string(b))
 	if len(s) > maxOutput {

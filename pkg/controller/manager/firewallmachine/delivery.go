@@ -50,8 +50,7 @@ func (r *Reconciler) ensureDeliveryKey(ctx context.Context, fw *firewallv1alpha1
 	if fw.Annotations[firewallv1alpha1.AnnotationDeliveryKey] != "" {
 		return nil
 	}
-	secret := &corev1.Secret{}
-	err := r.credentials.Get(ctx, client.ObjectKey{Namespace: fw.Namespace, Name: firewallv1alpha1.DeliveryKeySecretName(fw.Name)}, secret)
+	secret, err := r.deliveryKeySecret(ctx, fw)
 	var key *ecdsa.PrivateKey
 	switch {
 	case err == nil:
@@ -88,6 +87,12 @@ func (r *Reconciler) ensureDeliveryKey(ctx context.Context, fw *firewallv1alpha1
 	return r.Client.Patch(ctx, fw, patch)
 }
 
+// deliveryKeySecret reads the Firewall's delivery key Secret around the cache.
+func (r *Reconciler) deliveryKeySecret(ctx context.Context, fw *firewallv1alpha1.Firewall) (*corev1.Secret, error) {
+	secret := &corev1.Secret{}
+	return secret, r.credentials.Get(ctx, client.ObjectKey{Namespace: fw.Namespace, Name: firewallv1alpha1.DeliveryKeySecretName(fw.Name)}, secret)
+}
+
 func parseDeliveryKey(secret *corev1.Secret) (*ecdsa.PrivateKey, error) {
 	parsed, err := x509.ParsePKCS8PrivateKey(secret.Data[firewallv1alpha1.DeliveryKeySecretKey])
 	if err != nil {
@@ -111,8 +116,8 @@ func (r *Reconciler) deliver(ctx context.Context, fw *firewallv1alpha1.Firewall)
 		// Without the key only the shoot's admins could read what is delivered.
 		return fmt.Errorf("cannot deliver a bootstrap kubeconfig through the shoot: Firewall %s/%s has no valid %s (its agent never held a certificate); roll the firewall", fw.Namespace, fw.Name, firewallv1alpha1.AnnotationAgentKey)
 	}
-	secret := &corev1.Secret{}
-	if err := r.credentials.Get(ctx, client.ObjectKey{Namespace: fw.Namespace, Name: firewallv1alpha1.DeliveryKeySecretName(fw.Name)}, secret); err != nil {
+	secret, err := r.deliveryKeySecret(ctx, fw)
+	if err != nil {
 		return fmt.Errorf("cannot deliver a bootstrap kubeconfig through the shoot: the delivery key of Firewall %s/%s (it travels in the Extension's state): %w; roll the firewall", fw.Namespace, fw.Name, err)
 	}
 	key, err := parseDeliveryKey(secret)
@@ -168,8 +173,8 @@ func (r *Reconciler) withdraw(ctx context.Context, fw *firewallv1alpha1.Firewall
 	if err := r.Bootstrap.Delivery.Withdraw(ctx, fw.Namespace, fw.Name); err != nil {
 		return err
 	}
-	secret := &corev1.Secret{}
-	if err := r.credentials.Get(ctx, client.ObjectKey{Namespace: fw.Namespace, Name: firewallv1alpha1.DeliveryKeySecretName(fw.Name)}, secret); err != nil {
+	secret, err := r.deliveryKeySecret(ctx, fw)
+	if err != nil {
 		return client.IgnoreNotFound(err)
 	}
 	if _, ok := secret.Data[deliveryBoxKey]; !ok {
