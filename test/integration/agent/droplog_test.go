@@ -130,6 +130,26 @@ func startReceiver(ctx SpecContext, admin client.Client, agentKubeconfig []byte,
 	return out, "https://" + l.Addr().String() + droplog.EventsPath
 }
 
+// startDropAgent runs the agent on the firewall of t with the shoot
+// kubeconfig and the config's dropLog section, and waits until its forward
+// chain logs the default deny to the NFLOG group. The receiver listens on
+// the loopback, which no EndpointSlice may name: dropLog names its URL.
+func startDropAgent(t *topology, kubeconfig []byte, dropLog string) *metrics.Metrics {
+	GinkgoHelper()
+	dir, kubeconfigPath := writeShootKubeconfig(kubeconfig)
+	cfgPath := filepath.Join(dir, "config.yaml")
+	writeConfig(cfgPath, fmt.Sprintf(shootAgentConfig, kubeconfigPath)+"dropLog: "+dropLog+"\n")
+	log := slog.New(slog.NewTextHandler(GinkgoWriter, nil))
+	m := metrics.New("v-droplog-test", nil, log)
+	a := &agent.Agent{ConfigPath: cfgPath, Applier: nftables.NewProgrammer(t.fw.Path()), Log: log, Metrics: m, NFLogNetNS: t.fw.Path(),
+		PollInterval: 200 * time.Millisecond, SeedInterval: 300 * time.Millisecond, Version: "v-droplog-test"}
+	stopAgent := framework.RunInBackground(a.Run)
+	DeferCleanup(func() { Expect(stopAgent()).To(Succeed()) })
+	Eventually(func() (string, error) { return t.fw.Exec("nft", "list", "chain", "inet", "firewall-agent", "forward") }).
+		WithTimeout(30 * time.Second).Should(ContainSubstring(`log prefix "drop forward default-deny" group 10`))
+	return m
+}
+
 // udpFlood sends n UDP datagrams from ns to addr, ports 20000 upwards.
 func udpFlood(ns *netns.NS, addr string, n int) {
 	Expect(ns.Do(func() error {
@@ -190,17 +210,7 @@ var _ = Describe("firewall agent drop log", func() {
 		admin, kubeconfig := startShoot(ctx)
 		out, url := startReceiver(ctx, admin, kubeconfig, nil)
 
-		dir, kubeconfigPath := writeShootKubeconfig(kubeconfig)
-		cfgPath := filepath.Join(dir, "config.yaml")
-		writeConfig(cfgPath, fmt.Sprintf(shootAgentConfig, kubeconfigPath)+fmt.Sprintf("dropLog: {receiverURL: %q}\n", url))
-		log := slog.New(slog.NewTextHandler(GinkgoWriter, nil))
-		m := metrics.New("v-droplog-test", nil, log)
-		a := &agent.Agent{ConfigPath: cfgPath, Applier: nftables.NewProgrammer(t.fw.Path()), Log: log, Metrics: m, NFLogNetNS: t.fw.Path(),
-			PollInterval: 200 * time.Millisecond, SeedInterval: 300 * time.Millisecond, Version: "v-droplog-test"}
-		stopAgent := framework.RunInBackground(a.Run)
-		DeferCleanup(func() { Expect(stopAgent()).To(Succeed()) })
-		Eventually(func() (string, error) { return t.fw.Exec("nft", "list", "chain", "inet", "firewall-agent", "forward") }).
-			WithTimeout(30 * time.Second).Should(ContainSubstring(`group 10`))
+		m := startDropAgent(t, kubeconfig, fmt.Sprintf("{receiverURL: %q}", url))
 
 		udpFlood(t.node, outsideV4, 3)
 		Eventually(func() float64 {
@@ -217,19 +227,7 @@ var _ = Describe("firewall agent drop log", func() {
 		admin, kubeconfig := startShoot(ctx)
 		out, url := startReceiver(ctx, admin, kubeconfig, &shootReceiverCert)
 
-		dir, kubeconfigPath := writeShootKubeconfig(kubeconfig)
-		cfgPath := filepath.Join(dir, "config.yaml")
-		writeConfig(cfgPath, fmt.Sprintf(shootAgentConfig, kubeconfigPath)+
-			// The receiver listens on the loopback, which no EndpointSlice may name.
-			fmt.Sprintf("dropLog: {ratePerSecond: 100000, queueSize: 1000, logAcceptedConnections: true, receiverURL: %q}\n", url))
-		log := slog.New(slog.NewTextHandler(GinkgoWriter, nil))
-		m := metrics.New("v-droplog-test", nil, log)
-		a := &agent.Agent{ConfigPath: cfgPath, Applier: nftables.NewProgrammer(t.fw.Path()), Log: log, Metrics: m, NFLogNetNS: t.fw.Path(),
-			PollInterval: 200 * time.Millisecond, SeedInterval: 300 * time.Millisecond, Version: "v-droplog-test"}
-		stopAgent := framework.RunInBackground(a.Run)
-		DeferCleanup(func() { Expect(stopAgent()).To(Succeed()) })
-		Eventually(func() (string, error) { return t.fw.Exec("nft", "list", "chain", "inet", "firewall-agent", "forward") }).
-			WithTimeout(30 * time.Second).Should(ContainSubstring(`log prefix "drop forward default-deny" group 10`))
+		m := startDropAgent(t, kubeconfig, fmt.Sprintf("{ratePerSecond: 100000, queueSize: 1000, logAcceptedConnections: true, receiverURL: %q}", url))
 
 		By("a dropped UDP datagram and a dropped IPv6 TCP connection reach the receiver within seconds")
 		udpFlood(t.node, outsideV4, 1)
