@@ -4,18 +4,21 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"strings"
 	"sync"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	extensionsv1alpha1 "github.com/gardener/gardener/pkg/apis/extensions/v1alpha1"
 
 	firewallv1alpha1 "github.com/metal-firewall/gardener-extension-firewall/pkg/apis/firewall/v1alpha1"
+	"github.com/metal-firewall/gardener-extension-firewall/pkg/constants"
 	"github.com/metal-firewall/gardener-extension-firewall/test/framework"
 	"github.com/metal-firewall/gardener-extension-firewall/test/lab"
 	labstream "github.com/metal-firewall/gardener-extension-firewall/test/lab/stream"
@@ -327,4 +330,30 @@ func failureSpecs(e *labEnv) {
 			Expect(e.probes.Forbidden()).To(Succeed())
 		})
 	})
+}
+
+// describeRoll says where a roll stands, for a failure message: the
+// deployment's DistanceInForce condition, and each firewall's image,
+// readiness and distance, wanted and announced.
+func (e *labEnv) describeRoll(ctx context.Context) string {
+	var s strings.Builder
+	d := &firewallv1alpha1.FirewallDeployment{}
+	if err := e.cSeed.Get(ctx, client.ObjectKey{Namespace: e.namespace, Name: constants.FirewallDeploymentName}, d); err != nil {
+		fmt.Fprintf(&s, "FirewallDeployment: %v\n", err)
+	} else if c := meta.FindStatusCondition(d.Status.Conditions, firewallv1alpha1.ConditionDistanceInForce); c != nil {
+		fmt.Fprintf(&s, "DistanceInForce=%s (%s): %s\n", c.Status, c.Reason, c.Message)
+	}
+	fws, err := framework.Firewalls(ctx, e.cSeed, e.namespace)
+	if err != nil {
+		fmt.Fprintf(&s, "Firewalls: %v\n", err)
+	}
+	for _, fw := range fws {
+		announced := "no agent status"
+		if a := fw.Status.AgentStatus; a != nil {
+			announced = fmt.Sprintf("announces %v (supported %t), agent message %q", ptr.Deref(a.Distance, -1), a.DistanceSupported, a.Message)
+		}
+		fmt.Fprintf(&s, "%s: image %s, deleting %t, Ready %t, distance %d, %s\n", fw.Name, fw.Spec.Image, fw.DeletionTimestamp != nil,
+			meta.IsStatusConditionTrue(fw.Status.Conditions, firewallv1alpha1.ConditionReady), fw.Spec.Distance, announced)
+	}
+	return s.String()
 }

@@ -34,6 +34,7 @@ import (
 
 	agentconfigv1alpha1 "github.com/metal-firewall/gardener-extension-firewall/pkg/apis/agentconfig/v1alpha1"
 	firewallv1alpha1 "github.com/metal-firewall/gardener-extension-firewall/pkg/apis/firewall/v1alpha1"
+	firewallmanager "github.com/metal-firewall/gardener-extension-firewall/pkg/controller/manager"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/controller/manager/machine"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/controller/manager/machine/metal"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/firewall/dnsproxy/dnsproxytest"
@@ -438,7 +439,11 @@ var _ = Describe("Firewall machines in the lab", Ordered, func() {
 		Expect(exec(ctx, m, "/usr/local/bin/firewall-agent --version")).To(Equal("firewall-agent " + agentVersion))
 		Expect(exec(ctx, m, "journalctl --no-pager -u firewall-agent-install.service")).To(ContainSubstring("Signature Verified Successfully"))
 		Expect(exec(ctx, m, "ls "+agentconfigv1alpha1.ReleaseDir+" 2>&1 || true")).To(ContainSubstring("No such file"))
-		Eventually(func() []firewallv1alpha1.Firewall { return firewalls(ctx) }).WithTimeout(5*time.Minute).Should(HaveLen(1), "the old firewall is gone")
+		// Each of the roll's two steps may wait distanceTimeout for the
+		// agents before it goes on; then the old firewall is deleted.
+		Eventually(func() []firewallv1alpha1.Firewall { return firewalls(ctx) }).WithTimeout(2*firewallmanager.DefaultDistanceTimeout+3*time.Minute).
+			Should(HaveLen(1), func() string { return "the old firewall is gone:\n" + env.describeRoll(ctx) })
+		GinkgoWriter.Printf("the roll onto the stock image: %s", env.describeRoll(ctx))
 		flowing(lab.ToHostAllowed)
 		Expect(probes.Forbidden()).To(Succeed())
 	})
