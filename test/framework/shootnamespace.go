@@ -97,3 +97,32 @@ func shootName(namespace string) string {
 	}
 	return namespace
 }
+
+// CreateSelfHosted creates the namespace and the Cluster of a self-hosted
+// shoot (GEP-28, Gardener v1.147 on): a worker pool runs the control plane,
+// and the Cluster names no seed.
+func CreateSelfHosted(ctx context.Context, c client.Client, namespace string) error {
+	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{
+		Name:   namespace,
+		Labels: map[string]string{v1beta1constants.GardenRole: v1beta1constants.GardenRoleShoot},
+	}}); err != nil {
+		return err
+	}
+	shoot, err := json.Marshal(&gardencorev1beta1.Shoot{
+		TypeMeta:   metav1.TypeMeta{APIVersion: gardencorev1beta1.SchemeGroupVersion.String(), Kind: "Shoot"},
+		ObjectMeta: metav1.ObjectMeta{Name: shootName(namespace), Namespace: "garden-local"},
+		Spec: gardencorev1beta1.ShootSpec{Provider: gardencorev1beta1.Provider{Type: "local", Workers: []gardencorev1beta1.Worker{
+			{Name: "control-plane", Minimum: 1, Maximum: 1, ControlPlane: &gardencorev1beta1.WorkerControlPlane{}},
+		}}},
+	})
+	if err != nil {
+		return err
+	}
+	return c.Create(ctx, &extensionsv1alpha1.Cluster{
+		ObjectMeta: metav1.ObjectMeta{Name: namespace},
+		Spec: extensionsv1alpha1.ClusterSpec{
+			CloudProfile: runtime.RawExtension{Raw: []byte(`{"apiVersion":"core.gardener.cloud/v1beta1","kind":"CloudProfile","metadata":{"name":"local"}}`)},
+			Shoot:        runtime.RawExtension{Raw: shoot},
+		},
+	})
+}

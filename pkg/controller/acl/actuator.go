@@ -18,6 +18,7 @@ import (
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/apis/acl/validation"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/constants"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/utils/cidr"
+	"github.com/metal-firewall/gardener-extension-firewall/pkg/utils/seedhosted"
 )
 
 // Config is what the operator sets.
@@ -83,6 +84,9 @@ func (a *actuator) Reconcile(ctx context.Context, log logr.Logger, ex *extension
 	cluster, err := extensionscontroller.GetCluster(ctx, a.client, ex.Namespace)
 	if err != nil {
 		return fmt.Errorf("reading the Cluster: %w", err)
+	}
+	if err := seedhosted.Check(cluster, "the acl restricts who reaches the kube-apiserver at the seed's Istio ingress gateway, which a shoot without a seed is not behind"); err != nil {
+		return err
 	}
 	ingresses, err := a.ingresses(ctx, ex.Namespace, seedIngressDomain(cluster.Seed))
 	if err != nil {

@@ -9,14 +9,18 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	firewallv1alpha1 "github.com/metal-firewall/gardener-extension-firewall/pkg/apis/firewall/v1alpha1"
+	"github.com/metal-firewall/gardener-extension-firewall/pkg/utils/seedhosted"
 )
 
 // shootOf is the shoot of the namespace as its Cluster has it; nil without a
-// Cluster (yet).
+// Cluster (yet), an error when the Cluster names no seed.
 func (a *actuator) shootOf(ctx context.Context, namespace string) (*gardencorev1beta1.Shoot, error) {
 	cluster, err := extensionscontroller.GetCluster(ctx, a.client, namespace)
 	if err != nil {
 		return nil, client.IgnoreNotFound(err)
+	}
+	if err := seedhosted.Check(cluster, "the firewall's manager, its machine's credentials and the agent's rules live in the seed that hosts the shoot's control plane"); err != nil {
+		return nil, err
 	}
 	return cluster.Shoot, nil
 }
