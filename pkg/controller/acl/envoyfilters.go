@@ -6,9 +6,11 @@ import (
 	"time"
 
 	"github.com/gardener/gardener/pkg/client/kubernetes"
+	"github.com/gardener/gardener/pkg/resourcemanager/controller/garbagecollector/references"
 	"github.com/gardener/gardener/pkg/utils/managedresources"
 	istionetworkingv1alpha3 "istio.io/client-go/pkg/apis/networking/v1alpha3"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -79,10 +81,13 @@ func (e *envoyFilters) WaitCleanup(ctx context.Context) error {
 // deleteSecrets deletes the immutable data Secrets of the ManagedResource
 // (managedresource-<name>-<hash>), not only the one it refers to now. gardener-resource-manager's
 // garbage collector would remove them too, later; the extension leaves nothing behind in
-// namespaces it shares with others.
+// namespaces it shares with others. They are found by the garbage collector's label and their
+// name, reading metadata only: the shared ingress namespace holds other components' Secrets.
 func (e *envoyFilters) deleteSecrets(ctx context.Context) error {
-	secrets := &corev1.SecretList{}
-	if err := e.client.List(ctx, secrets, client.InNamespace(e.namespace)); err != nil {
+	secrets := &metav1.PartialObjectMetadataList{}
+	secrets.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("SecretList"))
+	if err := e.client.List(ctx, secrets, client.InNamespace(e.namespace),
+		client.MatchingLabels{references.LabelKeyGarbageCollectable: references.LabelValueGarbageCollectable}); err != nil {
 		return err
 	}
 	for i := range secrets.Items {

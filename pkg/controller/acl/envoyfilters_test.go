@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/netip"
 	"strings"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/andybalholm/brotli"
 	resourcesv1alpha1 "github.com/gardener/gardener/pkg/apis/resources/v1alpha1"
+	"github.com/gardener/gardener/pkg/resourcemanager/controller/garbagecollector/references"
 	"github.com/gardener/gardener/pkg/utils/managedresources"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -24,6 +26,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/acl/envoy"
 )
@@ -37,8 +40,11 @@ var _ = Describe("envoyFilters", func() {
 	filter := func(ns string) *istionetworkingv1alpha3.EnvoyFilter {
 		return &istionetworkingv1alpha3.EnvoyFilter{ObjectMeta: metav1.ObjectMeta{Name: "acl-" + namespace, Namespace: ns}}
 	}
+	// secret is a data Secret as Gardener's managedresources writes it:
+	// immutable, labelled for the garbage collector.
 	secret := func(name string) *corev1.Secret {
-		return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace}}
+		return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace,
+			Labels: map[string]string{references.LabelKeyGarbageCollectable: references.LabelValueGarbageCollectable}}}
 	}
 	exists := func(obj client.Object) bool {
 		return a.client.Get(ctx, client.ObjectKeyFromObject(obj), obj) == nil
@@ -113,10 +119,17 @@ var _ = Describe("envoyFilters", func() {
 		Expect(objects).To(BeEmpty())
 	})
 
-	It("destroys the ManagedResource and every data Secret it had, and nothing else", func() {
-		filters := newEnvoyFilters(a.client, namespace, name, filter("istio-ingress"))
+	It("destroys the ManagedResource and every data Secret it had, and nothing else, reading no Secret's data", func() {
+		var listed []string
+		c := interceptor.NewClient(a.client.(client.WithWatch), interceptor.Funcs{List: func(ctx context.Context, c client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
+			listed = append(listed, fmt.Sprintf("%T", list))
+			return c.List(ctx, list, opts...)
+		}})
+		filters := newEnvoyFilters(c, namespace, name, filter("istio-ingress"))
 		Expect(filters.Deploy(ctx)).To(Succeed())
 		Expect(filters.Destroy(ctx)).To(Succeed())
+		Expect(listed).To(ContainElement("*v1.PartialObjectMetadataList"))
+		Expect(listed).NotTo(ContainElement("*v1.SecretList"))
 		Expect(filters.WaitCleanup(ctx)).To(Succeed())
 
 		Expect(exists(&resourcesv1alpha1.ManagedResource{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace}})).To(BeFalse())
