@@ -17,7 +17,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -193,7 +193,7 @@ func (r *Reconciler) acknowledge(ctx context.Context, shoot client.Client, m cli
 // when; the shoot's audit log names the user).
 func requester(m client.Object) string {
 	who := "FirewallMonitor " + m.GetNamespace() + "/" + bounded(m.GetName())
-	if _, theirs := m.(*unstructured.Unstructured); theirs {
+	if theirs(m) {
 		who = "FirewallMonitor." + constants.MetalStackMonitorGroup + " " + m.GetNamespace() + "/" + bounded(m.GetName())
 	}
 	key := `"f:` + rollSetKey(m) + `"`
@@ -218,43 +218,50 @@ func bounded(s string) string {
 	return strconv.Quote(s)
 }
 
-// metalStackMonitorList is metal-stack's FirewallMonitor list
+// The FirewallMonitor kinds: ours, and metal-stack's
 // (firewall-controller-manager's firewall.metal-stack.io/v2), which the agent
 // keeps current in shoots that hold the kind: owners used to annotate those.
-var metalStackMonitorList = schema.GroupVersionKind{Group: constants.MetalStackMonitorGroup, Version: "v2", Kind: "FirewallMonitorList"}
+var (
+	ourMonitor        = firewallv1alpha1.SchemeGroupVersion.WithKind("FirewallMonitor")
+	metalStackMonitor = schema.GroupVersionKind{Group: constants.MetalStackMonitorGroup, Version: "v2", Kind: "FirewallMonitor"}
+)
 
 // metalStackRollSet is firewall-controller-manager's roll-set annotation.
 const metalStackRollSet = constants.MetalStackMonitorGroup + "/roll-set"
 
-// listMonitors lists ours and, where the shoot serves the kind, metal-stack's
-// FirewallMonitors in the firewall namespace.
+// listMonitors lists the metadata of ours and, where the shoot serves the
+// kind, metal-stack's FirewallMonitors in the firewall namespace: a request
+// is an annotation, and a monitor's status (the agent's counters and rules)
+// is no part of it.
 func listMonitors(ctx context.Context, shoot client.Client) ([]client.Object, error) {
-	ours := &firewallv1alpha1.FirewallMonitorList{}
-	if err := shoot.List(ctx, ours, client.InNamespace(firewallv1alpha1.FirewallMonitorNamespace)); err != nil {
-		return nil, err
-	}
 	var out []client.Object
-	for i := range ours.Items {
-		out = append(out, &ours.Items[i])
-	}
-	theirs := &unstructured.UnstructuredList{}
-	theirs.SetGroupVersionKind(metalStackMonitorList)
-	err := shoot.List(ctx, theirs, client.InNamespace(firewallv1alpha1.FirewallMonitorNamespace))
-	if meta.IsNoMatchError(err) {
-		return out, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	for i := range theirs.Items {
-		out = append(out, &theirs.Items[i])
+	for _, kind := range []schema.GroupVersionKind{ourMonitor, metalStackMonitor} {
+		list := &metav1.PartialObjectMetadataList{}
+		list.SetGroupVersionKind(kind.GroupVersion().WithKind(kind.Kind + "List"))
+		err := shoot.List(ctx, list, client.InNamespace(firewallv1alpha1.FirewallMonitorNamespace))
+		if kind == metalStackMonitor && meta.IsNoMatchError(err) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		for i := range list.Items {
+			// The items come without their kind; patches and rollSetKey need it.
+			list.Items[i].SetGroupVersionKind(kind)
+			out = append(out, &list.Items[i])
+		}
 	}
 	return out, nil
 }
 
+// theirs tells a monitor of metal-stack's API group.
+func theirs(m client.Object) bool {
+	return m.GetObjectKind().GroupVersionKind().Group == constants.MetalStackMonitorGroup
+}
+
 // rollSetKey is the roll-set annotation of the monitor's API group.
 func rollSetKey(m client.Object) string {
-	if _, theirs := m.(*unstructured.Unstructured); theirs {
+	if theirs(m) {
 		return metalStackRollSet
 	}
 	return firewallv1alpha1.AnnotationRollSet

@@ -3,6 +3,7 @@ package rollrequest_test
 import (
 	"context"
 	"errors"
+	"fmt"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -66,6 +67,18 @@ var _ = Describe("Reconciler", func() {
 		Expect(err).NotTo(HaveOccurred())
 		Expect(deployment().Annotations[firewallv1alpha1.AnnotationRoll]).To(Equal(roll), "once")
 		Expect(recorder.Events).NotTo(Receive())
+	})
+
+	It("reads the monitors' metadata only, never their status", func() {
+		var listed []string
+		setup(interceptor.Funcs{List: func(ctx context.Context, c client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
+			listed = append(listed, fmt.Sprintf("%T %s", list, list.GetObjectKind().GroupVersionKind().Kind))
+			return c.List(ctx, list, opts...)
+		}}, newDeployment(1), monitor("firewall-abc-0", map[string]string{firewallv1alpha1.AnnotationRollSet: "true"}))
+		_, err := r.Reconcile(ctx, req)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(deployment().Annotations).To(HaveKey(firewallv1alpha1.AnnotationRoll))
+		Expect(listed).To(ConsistOf("*v1.PartialObjectMetadataList FirewallMonitorList", "*v1.PartialObjectMetadataList FirewallMonitorList"))
 	})
 
 	It("rolls no second time when a previous try stopped after the roll, before removing the request", func() {
