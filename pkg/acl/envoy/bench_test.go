@@ -44,12 +44,12 @@ func BenchmarkHTTPConnectEnvoyFilter(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				if _, err := HTTPConnectEnvoyFilter("istio-ingress", nil, shards); err != nil {
+				if _, err := HTTPConnectEnvoyFilter("istio-ingress", nil, shards, HTTPConnectListeners); err != nil {
 					b.Fatal(err)
 				}
 				shardCount = len(shards)
 				for _, sh := range shards {
-					ef, err := ShardEnvoyFilter("istio-ingress", nil, sh)
+					ef, err := ShardEnvoyFilter("istio-ingress", nil, sh, HTTPConnectListeners)
 					if err != nil {
 						b.Fatal(err)
 					}

@@ -29,6 +29,23 @@ var HTTPConnectListeners = []HTTPConnectListener{
 	{Port: LegacyVPNPort, FilterName: LegacyHTTPFilterName, Header: LegacyDestinationHeader},
 }
 
+// GatewayListeners are the HTTP-CONNECT listeners of a gateway whose Services target the given
+// ports: the unified port always, the legacy VPN port only where a Service still targets it
+// (gardenlet removes it with its RemoveHTTPProxyLegacyPort feature gate, GEP-30). Without a
+// Service (nil), both: a patch of a listener that does not exist applies to nothing.
+func GatewayListeners(targetPorts []int32) []HTTPConnectListener {
+	if targetPorts == nil {
+		return HTTPConnectListeners
+	}
+	out := []HTTPConnectListener{HTTPConnectListeners[0]}
+	for _, p := range targetPorts {
+		if p == LegacyVPNPort {
+			return append(out, HTTPConnectListeners[1])
+		}
+	}
+	return out
+}
+
 // ShardConfigName is the name of a shard's ECDS resource for a listener.
 func ShardConfigName(l HTTPConnectListener, sh Shard) string {
 	return l.FilterName + "-" + sh.ID()

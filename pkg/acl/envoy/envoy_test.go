@@ -115,7 +115,7 @@ var _ = Describe("HTTPConnectEnvoyFilter", func() {
 		shards, err := Shards(shoots, ShardBudgetBytes)
 		Expect(err).NotTo(HaveOccurred())
 		Expect(shards).To(HaveLen(1), "two shoots fit one shard")
-		ef, err := HTTPConnectEnvoyFilter("istio-ingress", map[string]string{"istio": "ingressgateway"}, shards)
+		ef, err := HTTPConnectEnvoyFilter("istio-ingress", map[string]string{"istio": "ingressgateway"}, shards, HTTPConnectListeners)
 		Expect(err).NotTo(HaveOccurred())
 		Expect(ef.Spec.ConfigPatches).To(HaveLen(4), "want an HTTP filter and its dispatch config for 8443 and for 8132")
 		configs := map[string]*corev3.TypedExtensionConfig{}
@@ -135,7 +135,7 @@ var _ = Describe("HTTPConnectEnvoyFilter", func() {
 			Expect(tec.GetName()).To(Equal(hf.GetName()), "the filter's config is served under its name")
 			configs[tec.GetName()] = tec
 		}
-		shard, err := ShardEnvoyFilter("istio-ingress", nil, shards[0])
+		shard, err := ShardEnvoyFilter("istio-ingress", nil, shards[0], HTTPConnectListeners)
 		Expect(err).NotTo(HaveOccurred())
 		Expect(shard.Spec.ConfigPatches).To(HaveLen(2), "one RBAC config per port")
 		for _, cp := range shard.Spec.ConfigPatches {
@@ -252,5 +252,24 @@ var _ = Describe("HTTPConnectRBAC", func() {
 		for _, want := range []string{"X-Gardener-Destination", ".shoot--p--7.svc.cluster.local", "shoot--p--7--kube-apiserver-socket"} {
 			Expect(string(pj)).To(ContainSubstring(want), "permission lacks %q", want)
 		}
+	})
+})
+
+var _ = Describe("GatewayListeners", func() {
+	ports := func(ls []HTTPConnectListener) []uint32 {
+		var out []uint32
+		for _, l := range ls {
+			out = append(out, l.Port)
+		}
+		return out
+	}
+
+	It("patches the legacy VPN port only where a Service still targets it (gardenlet's RemoveHTTPProxyLegacyPort)", func() {
+		Expect(ports(GatewayListeners([]int32{9443, 8443, 8132}))).To(Equal([]uint32{HTTPConnectPort, LegacyVPNPort}))
+		Expect(ports(GatewayListeners([]int32{9443, 8443}))).To(Equal([]uint32{HTTPConnectPort}))
+	})
+
+	It("patches both without a Service to read", func() {
+		Expect(ports(GatewayListeners(nil))).To(Equal([]uint32{HTTPConnectPort, LegacyVPNPort}))
 	})
 })

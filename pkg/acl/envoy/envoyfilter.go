@@ -85,12 +85,13 @@ func ShootEnvoyFilter(namespace string, selector map[string]string, hosts []stri
 }
 
 // HTTPConnectEnvoyFilter is the one EnvoyFilter per ingress gateway namespace that puts the ACL
-// HTTP filter before the router of each HTTP-CONNECT listener and serves each filter's config
-// through ECDS: the dispatch to the shards (DispatchConfig). It changes only when the set of
-// shards does; the shards' RBAC configs live in EnvoyFilters of their own (ShardEnvoyFilter).
-func HTTPConnectEnvoyFilter(namespace string, selector map[string]string, shards []Shard) (*istionetworkingv1alpha3.EnvoyFilter, error) {
+// HTTP filter before the router of each of the gateway's HTTP-CONNECT listeners (GatewayListeners)
+// and serves each filter's config through ECDS: the dispatch to the shards (DispatchConfig). It
+// changes only when the set of shards does; the shards' RBAC configs live in EnvoyFilters of their
+// own (ShardEnvoyFilter).
+func HTTPConnectEnvoyFilter(namespace string, selector map[string]string, shards []Shard, listeners []HTTPConnectListener) (*istionetworkingv1alpha3.EnvoyFilter, error) {
 	ef := newEnvoyFilter(namespace, HTTPConnectEnvoyFilterName, selector)
-	for _, l := range HTTPConnectListeners {
+	for _, l := range listeners {
 		filter, err := HTTPConnectFilter(l)
 		if err != nil {
 			return nil, err
@@ -132,9 +133,9 @@ func ShardEnvoyFilterName(sh Shard) string {
 }
 
 // ShardEnvoyFilter serves a shard's RBAC configs (one per HTTP-CONNECT listener) through ECDS.
-func ShardEnvoyFilter(namespace string, selector map[string]string, sh Shard) (*istionetworkingv1alpha3.EnvoyFilter, error) {
+func ShardEnvoyFilter(namespace string, selector map[string]string, sh Shard, listeners []HTTPConnectListener) (*istionetworkingv1alpha3.EnvoyFilter, error) {
 	ef := newEnvoyFilter(namespace, ShardEnvoyFilterName(sh), selector)
-	for _, l := range HTTPConnectListeners {
+	for _, l := range listeners {
 		cfg, err := ShardConfig(l, sh)
 		if err != nil {
 			return nil, err

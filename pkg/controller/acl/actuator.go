@@ -125,7 +125,11 @@ func (a *actuator) Reconcile(ctx context.Context, log logr.Logger, ex *extension
 			}
 		}
 	}
-	if a.shared.upToDate(ex.Namespace, contribution(ex.Namespace, status), touched) {
+	listeners := map[string]string{}
+	for _, in := range ingresses {
+		listeners[in.namespace] = listenerPorts(envoy.GatewayListeners(in.targetPorts))
+	}
+	if a.shared.upToDate(ex.Namespace, contribution(ex.Namespace, status), touched, listeners) {
 		// The shared filters hold this shoot as it is: its resync costs no rebuild.
 		return nil
 	}

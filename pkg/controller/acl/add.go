@@ -10,6 +10,7 @@ import (
 	extensionsv1alpha1 "github.com/gardener/gardener/pkg/apis/extensions/v1alpha1"
 	istionetworkingv1alpha3 "istio.io/client-go/pkg/apis/networking/v1alpha3"
 	istionetworkingv1beta1 "istio.io/client-go/pkg/apis/networking/v1beta1"
+	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
@@ -83,6 +84,12 @@ func AddToManagerWithOptions(ctx context.Context, mgr manager.Manager, opts AddO
 			return c.Watch(source.Kind[client.Object](mgr.GetCache(), &extensionsv1alpha1.Infrastructure{},
 				handler.EnqueueRequestsFromMapFunc(namespaceToExtensions(mgr.GetClient())),
 				inputsChanged(infrastructureInputs)))
+		}, func(c controller.Controller) error {
+			// gardenlet's RemoveHTTPProxyLegacyPort takes the legacy VPN port off the gateway's
+			// Service: the shared filters drop its listener without waiting for a shoot's change.
+			return c.Watch(source.Kind[client.Object](mgr.GetCache(), &corev1.Service{},
+				handler.EnqueueRequestsFromMapFunc(gatewayServiceToExtension(mgr.GetClient())),
+				inputsChanged(gatewayPorts)))
 		}),
 	})
 }

@@ -59,7 +59,7 @@ var _ = Describe("envoyFilters", func() {
 
 	It("deploys one filter as JSON that gardener-resource-manager's decoder reads as one object", func() {
 		ef, err := envoy.ShardEnvoyFilter("istio-ingress", map[string]string{"istio": "ingressgateway"}, envoy.Shard{Prefix: "shoot--p--",
-			Shoots: []envoy.ShootPolicy{{Namespace: namespace, Action: "ALLOW", Type: "remote_ip", Allowed: []netip.Prefix{netip.MustParsePrefix("192.0.2.0/24")}}}})
+			Shoots: []envoy.ShootPolicy{{Namespace: namespace, Action: "ALLOW", Type: "remote_ip", Allowed: []netip.Prefix{netip.MustParsePrefix("192.0.2.0/24")}}}}, envoy.HTTPConnectListeners)
 		Expect(err).NotTo(HaveOccurred())
 		raw, err := json.Marshal(ef)
 		Expect(err).NotTo(HaveOccurred())

@@ -10,8 +10,10 @@ import (
 	gardencorev1beta1 "github.com/gardener/gardener/pkg/apis/core/v1beta1"
 	istionetworkingv1beta1 "istio.io/client-go/pkg/apis/networking/v1beta1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/metal-firewall/gardener-extension-firewall/pkg/acl/envoy"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/constants"
 )
 
@@ -26,6 +28,8 @@ type ingress struct {
 	hosts     []string
 	// proxyMode: a Service of the gateway has a load balancer in ipMode Proxy (proxymode.go).
 	proxyMode bool
+	// targetPorts are the ports the gateway's Services target (nil without a Service).
+	targetPorts []int32
 }
 
 // ingresses finds the Istio ingress namespaces that serve the shoot's kube-apiserver and
@@ -52,10 +56,12 @@ func (a *actuator) ingresses(ctx context.Context, namespace, ingressDomain strin
 		}
 		namespaces := []string{}
 		proxied := map[string]bool{}
+		ports := map[string][]int32{}
 		for i := range services.Items {
 			svc := &services.Items[i]
 			namespaces = append(namespaces, svc.Namespace)
 			proxied[svc.Namespace] = proxied[svc.Namespace] || proxyMode(svc)
+			ports[svc.Namespace] = append(ports[svc.Namespace], targetPorts(svc)...)
 		}
 		if len(namespaces) == 0 {
 			namespaces = append(namespaces, constants.DefaultIngressNamespace)
@@ -68,6 +74,7 @@ func (a *actuator) ingresses(ctx context.Context, namespace, ingressDomain strin
 			}
 			in.hosts = append(in.hosts, hosts...)
 			in.proxyMode = in.proxyMode || proxied[ns]
+			in.targetPorts = append(in.targetPorts, ports[ns]...)
 		}
 	}
 	var out []ingress
@@ -78,6 +85,48 @@ func (a *actuator) ingresses(ctx context.Context, namespace, ingressDomain strin
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].namespace < out[j].namespace })
 	return out, nil
+}
+
+// gatewayListeners are the HTTP-CONNECT listeners of the ingress gateway in the namespace, from
+// the ports its Services target (envoy.GatewayListeners): without the legacy VPN port once
+// gardenlet's RemoveHTTPProxyLegacyPort removed it. A gateway without shoots has no selector and
+// gets nothing deployed: any answer does.
+func (a *actuator) gatewayListeners(ctx context.Context, namespace string, selector map[string]string) ([]envoy.HTTPConnectListener, error) {
+	if len(selector) == 0 {
+		return envoy.HTTPConnectListeners, nil
+	}
+	services := &corev1.ServiceList{}
+	if err := a.client.List(ctx, services, client.InNamespace(namespace), client.MatchingLabels(selector)); err != nil {
+		return nil, fmt.Errorf("listing the ingress gateway Services of %s: %w", namespace, err)
+	}
+	var ports []int32
+	for i := range services.Items {
+		ports = append(ports, targetPorts(&services.Items[i])...)
+	}
+	return envoy.GatewayListeners(ports), nil
+}
+
+// targetPorts are the ports a Service sends to on the gateway's pods: Istio's listeners.
+func targetPorts(svc *corev1.Service) []int32 {
+	var out []int32
+	for _, p := range svc.Spec.Ports {
+		target := p.Port
+		if p.TargetPort.Type == intstr.Int && p.TargetPort.IntVal != 0 {
+			target = p.TargetPort.IntVal
+		}
+		out = append(out, target)
+	}
+	return out
+}
+
+// listenerPorts says which HTTP-CONNECT listeners a rebuild patched, to tell when a gateway's
+// changed.
+func listenerPorts(listeners []envoy.HTTPConnectListener) string {
+	var s strings.Builder
+	for _, l := range listeners {
+		fmt.Fprintf(&s, "%d,", l.Port)
+	}
+	return s.String()
 }
 
 // gatewayHosts are the hosts of a Gateway in the shoot namespace that the shoot's policy covers:

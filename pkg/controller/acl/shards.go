@@ -31,7 +31,7 @@ func shardManagedResourceName(sh envoy.Shard) string {
 // EnvoyFilter (listener filters and the dispatch to the shards), then removes the shards that
 // are gone. A shoot's change so rewrites its shard only; the root changes only when shards split
 // or merge. Every change is an ECDS update: no listener changes, no connection is reset.
-func (a *actuator) deployShards(ctx context.Context, namespace string, selector map[string]string, statuses []*shootStatus) error {
+func (a *actuator) deployShards(ctx context.Context, namespace string, selector map[string]string, listeners []envoy.HTTPConnectListener, statuses []*shootStatus) error {
 	if len(statuses) == 0 {
 		return a.destroyShards(ctx, namespace, nil, true)
 	}
@@ -49,8 +49,8 @@ func (a *actuator) deployShards(ctx context.Context, namespace string, selector 
 	for _, sh := range shards {
 		name := shardManagedResourceName(sh)
 		keep[name] = true
-		if err := a.deployFilter(ctx, namespace, name, inputs(selector, sh.Prefix, contributionsOf(sh.Shoots, contributions)), len(sh.Shoots), func() (*istionetworkingv1alpha3.EnvoyFilter, error) {
-			return envoy.ShardEnvoyFilter(namespace, selector, sh)
+		if err := a.deployFilter(ctx, namespace, name, inputs(selector, sh.Prefix, []any{listeners, contributionsOf(sh.Shoots, contributions)}), len(sh.Shoots), func() (*istionetworkingv1alpha3.EnvoyFilter, error) {
+			return envoy.ShardEnvoyFilter(namespace, selector, sh, listeners)
 		}); err != nil {
 			return err
 		}
@@ -65,8 +65,8 @@ func (a *actuator) deployShards(ctx context.Context, namespace string, selector 
 	if err != nil {
 		return err
 	}
-	if err := a.deployFilter(ctx, namespace, constants.ACLSharedManagedResourceName, inputs(selector, strings.Join(prefixes, ","), keys), len(shoots), func() (*istionetworkingv1alpha3.EnvoyFilter, error) {
-		return envoy.HTTPConnectEnvoyFilter(namespace, selector, shards)
+	if err := a.deployFilter(ctx, namespace, constants.ACLSharedManagedResourceName, inputs(selector, strings.Join(prefixes, ","), []any{listeners, keys}), len(shoots), func() (*istionetworkingv1alpha3.EnvoyFilter, error) {
+		return envoy.HTTPConnectEnvoyFilter(namespace, selector, shards, listeners)
 	}); err != nil {
 		return err
 	}

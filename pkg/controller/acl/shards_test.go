@@ -119,7 +119,7 @@ var _ = Describe("sharded shared filters", func() {
 			}
 			shards, err := envoy.Shards(shoots, envoy.ShardBudgetBytes)
 			Expect(err).NotTo(HaveOccurred())
-			want, err := envoy.HTTPConnectEnvoyFilter(ingress, nil, shards)
+			want, err := envoy.HTTPConnectEnvoyFilter(ingress, nil, shards, envoy.HTTPConnectListeners)
 			Expect(err).NotTo(HaveOccurred())
 			objects, err := managedresources.GetObjects(ctx, a.client, ingress, constants.ACLSharedManagedResourceName)
 			Expect(err).NotTo(HaveOccurred())

@@ -50,6 +50,8 @@ type sharedRebuilds struct {
 type builtNamespace struct {
 	at     time.Time
 	shoots map[string]string
+	// listeners are the gateway's HTTP-CONNECT ports the rebuild patched (listenerPorts).
+	listeners string
 }
 
 // sharedHealInterval is how long a namespace's rebuild is trusted: after it, the next
@@ -79,7 +81,7 @@ func contribution(namespace string, st *v1alpha1.ExtensionStatus) string {
 
 // upToDate says whether the last rebuilds of the namespaces built exactly this contribution of
 // the shoot, recently enough, and no rebuild is left to do.
-func (r *sharedRebuilds) upToDate(shoot, fingerprint string, namespaces []string) bool {
+func (r *sharedRebuilds) upToDate(shoot, fingerprint string, namespaces []string, listeners map[string]string) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if len(namespaces) == 0 || len(r.pending) > 0 {
@@ -89,7 +91,7 @@ func (r *sharedRebuilds) upToDate(shoot, fingerprint string, namespaces []string
 	}
 	for _, ns := range namespaces {
 		b, ok := r.built[ns]
-		if !ok || b.shoots[shoot] != fingerprint || r.clock().Sub(b.at) >= sharedHealInterval {
+		if !ok || b.shoots[shoot] != fingerprint || b.listeners != listeners[ns] || r.clock().Sub(b.at) >= sharedHealInterval {
 			return false
 		}
 	}
@@ -131,13 +133,13 @@ func (r *sharedRebuilds) settle(seen map[string]string) {
 	}
 }
 
-func (r *sharedRebuilds) recordBuilt(namespace string, shoots map[string]string) {
+func (r *sharedRebuilds) recordBuilt(namespace string, shoots map[string]string, listeners string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.built == nil {
 		r.built = map[string]builtNamespace{}
 	}
-	r.built[namespace] = builtNamespace{at: r.clock(), shoots: shoots}
+	r.built[namespace] = builtNamespace{at: r.clock(), shoots: shoots, listeners: listeners}
 }
 
 // reconcileShared brings the shared filters of the given ingress namespaces up to date with all
@@ -213,10 +215,14 @@ func (a *actuator) rebuildShared(ctx context.Context, namespaces []string) error
 				selector = s.status.Selectors[ns]
 			}
 		}
-		if err := a.deployShards(ctx, ns, selector, shoots); err != nil {
+		listeners, err := a.gatewayListeners(ctx, ns, selector)
+		if err != nil {
 			return err
 		}
-		a.shared.recordBuilt(ns, built)
+		if err := a.deployShards(ctx, ns, selector, listeners, shoots); err != nil {
+			return err
+		}
+		a.shared.recordBuilt(ns, built, listenerPorts(listeners))
 	}
 	return nil
 }

@@ -1,12 +1,18 @@
 package acl
 
 import (
+	"context"
+
 	extensionsv1alpha1 "github.com/gardener/gardener/pkg/apis/extensions/v1alpha1"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 )
 
 func cluster(seedSpec, shoot string) *extensionsv1alpha1.Cluster {
@@ -61,5 +67,33 @@ var _ = Describe("Infrastructure predicate", func() {
 		withNodes := infra("198.51.100.0/30")
 		withNodes.Status.Networking = &extensionsv1alpha1.InfrastructureStatusNetworking{Nodes: []string{"10.251.0.0/16"}}
 		Expect(p.Update(event.UpdateEvent{ObjectOld: infra("198.51.100.0/30"), ObjectNew: withNodes})).To(BeTrue())
+	})
+})
+
+var _ = Describe("Gateway Service mapping", func() {
+	service := func(namespace string, ports ...int32) *corev1.Service {
+		svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "istio-ingressgateway", Namespace: namespace}}
+		for _, p := range ports {
+			svc.Spec.Ports = append(svc.Spec.Ports, corev1.ServicePort{Port: p, TargetPort: intstr.FromInt32(p)})
+		}
+		return svc
+	}
+
+	It("follows a change of the ports only", func() {
+		p := inputsChanged(gatewayPorts)
+		Expect(p.Update(event.UpdateEvent{ObjectOld: service("istio-ingress", 9443, 8443, 8132), ObjectNew: service("istio-ingress", 9443, 8443)})).To(BeTrue())
+		Expect(p.Update(event.UpdateEvent{ObjectOld: service("istio-ingress", 9443, 8443), ObjectNew: service("istio-ingress", 9443, 8443)})).To(BeFalse())
+	})
+
+	It("maps a gateway's Service to one acl Extension it serves, other namespaces' Services to none", func() {
+		a := newTestActuator(Config{}, aclExtension("shoot--p--a", "istio-ingress--zone-a"), aclExtension("shoot--p--b", "istio-ingress"), aclExtension("shoot--p--c", "istio-ingress"))
+		toExtension := gatewayServiceToExtension(a.client)
+		Expect(toExtension(context.Background(), service("istio-ingress", 8443))).To(ConsistOf(
+			Or(Equal(reconcile.Request{NamespacedName: client.ObjectKey{Namespace: "shoot--p--b", Name: "acl"}}),
+				Equal(reconcile.Request{NamespacedName: client.ObjectKey{Namespace: "shoot--p--c", Name: "acl"}}))))
+		Expect(toExtension(context.Background(), service("istio-ingress--zone-a", 8443))).To(ConsistOf(
+			reconcile.Request{NamespacedName: client.ObjectKey{Namespace: "shoot--p--a", Name: "acl"}}))
+		Expect(toExtension(context.Background(), service("istio-ingress--zone-b", 8443))).To(BeEmpty())
+		Expect(toExtension(context.Background(), service("shoot--p--a", 8443))).To(BeEmpty())
 	})
 })
