@@ -100,6 +100,13 @@ func defaultGateways() (def, zonal, exposure *gateway) {
 // Gardener's own deployer, then each shoot's kube-apiserver exposure with Gardener's SNI component.
 func newSeed(ctx context.Context, gateways []*gateway, shoots []*shoot) *seed {
 	GinkgoHelper()
+	return newSeedWith(ctx, gateways, shoots, true)
+}
+
+// newSeedWith is newSeed with or without the legacy VPN port (8132): gardenlet deploys the
+// gateways without it under its RemoveHTTPProxyLegacyPort feature gate (seed/components.go).
+func newSeedWith(ctx context.Context, gateways []*gateway, shoots []*shoot, httpProxyLegacyPort bool) *seed {
+	GinkgoHelper()
 	c := fake.NewClientBuilder().WithScheme(kubernetes.SeedScheme).
 		WithStatusSubresource(&extensionsv1alpha1.Extension{}, &extensionsv1alpha1.Infrastructure{}).Build()
 	s := &seed{client: c, gateways: gateways, shoots: shoots}
@@ -107,12 +114,14 @@ func newSeed(ctx context.Context, gateways []*gateway, shoots []*shoot) *seed {
 	ports := []corev1.ServicePort{
 		{Name: "tcp", Port: 443, TargetPort: intstr.FromInt32(9443)},
 		{Name: "http-proxy", Port: 8443, TargetPort: intstr.FromInt32(8443)},
-		{Name: "tls-tunnel", Port: 8132, TargetPort: intstr.FromInt32(8132)},
+	}
+	if httpProxyLegacyPort {
+		ports = append(ports, corev1.ServicePort{Name: "tls-tunnel", Port: 8132, TargetPort: intstr.FromInt32(8132)})
 	}
 	kubeVersion := semver.MustParse("1.33.0")
 	renderer := chartrenderer.NewWithServerVersion(&version.Info{GitVersion: "v1.33.0"})
 	istio, err := sharedcomponent.NewIstio(ctx, c, renderer, "", gateways[0].namespace, "gardener-system-critical", true,
-		gateways[0].labels, nil, nil, nil, nil, nil, ports, nil, true, true, nil, false, kubeVersion)
+		gateways[0].labels, nil, nil, nil, nil, nil, ports, nil, true, httpProxyLegacyPort, nil, false, kubeVersion)
 	Expect(err).NotTo(HaveOccurred())
 	for _, gw := range gateways[1:] {
 		var z *string

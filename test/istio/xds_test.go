@@ -20,7 +20,9 @@ import (
 	"istio.io/istio/pkg/config"
 	"istio.io/istio/pkg/config/schema/gvk"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/acl/envoy"
 )
@@ -56,13 +58,16 @@ func (s *seed) istioConfigs(ctx context.Context) []config.Config {
 		add(gvk.EnvoyFilter, o.ObjectMeta, &o.Spec)
 	}
 	for _, gw := range s.gateways {
+		// The gateway's ports as Gardener's deployer rendered its Service.
+		svc := &corev1.Service{}
+		Expect(s.client.Get(ctx, client.ObjectKey{Namespace: gw.namespace, Name: "istio-ingressgateway"}, svc)).To(Succeed())
+		var ports []*istioapinetworkingv1alpha3.ServicePort
+		for _, p := range svc.Spec.Ports {
+			ports = append(ports, &istioapinetworkingv1alpha3.ServicePort{Number: uint32(p.Port), TargetPort: uint32(p.TargetPort.IntValue()), Name: p.Name, Protocol: "TCP"}) //nolint:gosec // ports
+		}
 		add(gvk.ServiceEntry, metav1.ObjectMeta{Name: "istio-ingressgateway", Namespace: gw.namespace}, &istioapinetworkingv1alpha3.ServiceEntry{
-			Hosts: []string{"istio-ingressgateway." + gw.namespace + ".svc.cluster.local"},
-			Ports: []*istioapinetworkingv1alpha3.ServicePort{
-				{Number: 443, TargetPort: 9443, Name: "tcp", Protocol: "TCP"},
-				{Number: 8443, TargetPort: 8443, Name: "http-proxy", Protocol: "TCP"},
-				{Number: 8132, TargetPort: 8132, Name: "tls-tunnel", Protocol: "TCP"},
-			},
+			Hosts:      []string{"istio-ingressgateway." + gw.namespace + ".svc.cluster.local"},
+			Ports:      ports,
 			Resolution: istioapinetworkingv1alpha3.ServiceEntry_STATIC,
 			Location:   istioapinetworkingv1alpha3.ServiceEntry_MESH_INTERNAL,
 			Endpoints:  []*istioapinetworkingv1alpha3.WorkloadEntry{{Address: gw.ips[0], Labels: gw.labels}},
