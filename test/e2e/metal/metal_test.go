@@ -156,6 +156,18 @@ var _ = Describe("Firewall on metal end to end", func() {
 		fwName := fws[0].Name
 		Expect(fws[0].Status.MachineStatus).To(And(HaveField("Liveliness", "Alive"), HaveField("ImageID", metalapi.Image), HaveField("LastEvent.Event", "Phoned Home")))
 		Expect(fws[0].Status.EgressIPs).To(ConsistOf(HavePrefix("100.64.")), "the machine's internet address")
+
+		By("the running firewall's heartbeats reconcile it without asking the metal-api: three beats, no request")
+		requests, beats, last := server.Requests(), 0, fws[0].Status.AgentStatus.LastRunAgainstSeed.Time
+		Eventually(func(g Gomega) int {
+			fw := &firewallv1alpha1.Firewall{}
+			g.Expect(cA.Get(ctx, client.ObjectKey{Namespace: namespace, Name: fwName}, fw)).To(Succeed())
+			if t := fw.Status.AgentStatus.LastRunAgainstSeed.Time; t.After(last) {
+				beats, last = beats+1, t
+			}
+			return beats
+		}).WithTimeout(time.Minute).WithPolling(time.Second).Should(BeNumerically(">=", 3))
+		Expect(server.Requests()-requests).To(BeZero(), "a booted machine is read once per resync (5 minutes), not per heartbeat")
 		Eventually(func() (string, error) {
 			out, err := exec.Command("ip", "netns", "exec", rec.NetNS, "nft", "list", "table", "inet", "firewall-agent").CombinedOutput()
 			return string(out), err

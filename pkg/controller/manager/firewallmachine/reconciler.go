@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -55,6 +56,11 @@ type Reconciler struct {
 	// Bootstrap, when set, gives every Firewall its agent's seed identity:
 	// RBAC, and a bootstrap kubeconfig in the machine's userdata.
 	Bootstrap *Bootstrap
+	// MachineResync is how long the provider's answer for a booted machine
+	// is used before it is asked again; DefaultMachineResync when 0.
+	MachineResync time.Duration
+	// seen holds the provider's last answers (machinecache.go).
+	seen sync.Map
 
 	// credentials reads and writes tokens and RBAC without a cache: caching
 	// every Secret of kube-system for a few writes per firewall is not worth it.
@@ -109,6 +115,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return reconcile.Result{}, nil
 	}
 	if fw.DeletionTimestamp != nil {
+		r.seen.Delete(fw.UID)
 		return r.delete(ctx, fw)
 	}
 	if errs := validation.ValidateFirewall(fw); len(errs) > 0 {
@@ -129,7 +136,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 			return reconcile.Result{}, fmt.Errorf("delivery key: %w", err)
 		}
 	}
-	m, err := r.Provider.Find(ctx, fw)
+	m, err := r.findMachine(ctx, fw)
 	if err != nil {
 		return reconcile.Result{}, r.findFailed(ctx, fw, err)
 	}
