@@ -6,6 +6,7 @@ import (
 	resourcesv1alpha1 "github.com/gardener/gardener/pkg/apis/resources/v1alpha1"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -15,7 +16,7 @@ import (
 )
 
 var _ = Describe("Extension acl of a self-hosted shoot", func() {
-	It("refuses a Cluster without a seed with an error that names it, deploying nothing", func() {
+	It("refuses a Cluster without a seed with an error that names it, deploying nothing, and is deleted", func() {
 		namespace := "shoot--acl--selfhosted"
 		Expect(framework.CreateSelfHosted(ctx(), testClient, namespace)).To(Succeed())
 		ex := &extensionsv1alpha1.Extension{
@@ -36,5 +37,9 @@ var _ = Describe("Extension acl of a self-hosted shoot", func() {
 		Expect(testClient.List(ctx(), mrs, client.InNamespace(namespace))).To(Succeed())
 		Expect(mrs.Items).To(BeEmpty())
 		Expect(ex.Status.ProviderStatus).To(BeNil())
+
+		By("deleting it: nothing to remove, it goes")
+		Expect(testClient.Delete(ctx(), ex)).To(Succeed())
+		Eventually(func() error { return testClient.Get(ctx(), client.ObjectKeyFromObject(ex), ex) }).WithTimeout(timeout).Should(Satisfy(apierrors.IsNotFound))
 	})
 })

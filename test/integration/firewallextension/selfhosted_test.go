@@ -14,7 +14,7 @@ import (
 )
 
 var _ = Describe("Extension firewall of a self-hosted shoot", func() {
-	It("refuses a Cluster without a seed with an error that names it, creating nothing", func(ctx SpecContext) {
+	It("refuses a Cluster without a seed with an error that names it, creating nothing, and is deleted", func(ctx SpecContext) {
 		namespace := "shoot--p--selfhosted"
 		Expect(framework.CreateSelfHosted(ctx, seedA.client, namespace)).To(Succeed())
 		ex := newExtension(namespace, providerConfig)
@@ -32,5 +32,9 @@ var _ = Describe("Extension firewall of a self-hosted shoot", func() {
 		mrs := &resourcesv1alpha1.ManagedResourceList{}
 		Expect(seedA.client.List(ctx, mrs, client.InNamespace(namespace))).To(Succeed())
 		Expect(mrs.Items).To(BeEmpty())
+
+		By("deleting it: nothing to release, it goes")
+		Expect(seedA.client.Delete(ctx, ex)).To(Succeed())
+		Eventually(func() error { return seedA.client.Get(ctx, client.ObjectKeyFromObject(ex), ex) }).Should(Satisfy(apierrors.IsNotFound))
 	})
 })
