@@ -90,7 +90,7 @@ var _ = Describe("Extension firewall hibernation", func() {
 		Expect(seedA.client.Get(ctx, agentBinding, &rbacv1.ClusterRoleBinding{})).To(Succeed(), "the agent's seed RBAC exists while it runs")
 
 		By("hibernating: no replicas, the machine released, the firewall's identity and credentials gone")
-		Eventually(hibernate(ctx, seedA, ex, true)).Should(Equal("Reconcile Succeeded"))
+		Eventually(hibernate(ctx, seedA, ex, true)).WithTimeout(time.Minute).Should(Equal("Reconcile Succeeded"), stateOf(ctx, seedA, ex))
 		Expect(deploymentOf(ctx, seedA, namespace).Spec.Replicas).To(BeZero())
 		Eventually(func() []firewallv1alpha1.Firewall { return firewalls(ctx, seedA, namespace) }).Should(BeEmpty())
 		Expect(provider.IDs()).NotTo(ContainElement(oldMachine), "the machine went back to the partition")
@@ -129,7 +129,7 @@ var _ = Describe("Extension firewall hibernation", func() {
 		kept := firewalls(ctx, seedA, namespace)[0]
 		createdBefore := provider.CreatedIn(namespace)
 
-		Eventually(hibernate(ctx, seedA, ex, true)).Should(Equal("Reconcile Succeeded"))
+		Eventually(hibernate(ctx, seedA, ex, true)).WithTimeout(time.Minute).Should(Equal("Reconcile Succeeded"), stateOf(ctx, seedA, ex))
 		Expect(deploymentOf(ctx, seedA, namespace).Spec.Replicas).To(Equal(int32(1)))
 		Consistently(func(g Gomega) {
 			fws := firewalls(ctx, seedA, namespace)

@@ -1,6 +1,7 @@
 package firewallextension_test
 
 import (
+	"fmt"
 	"strings"
 	"time"
 
@@ -22,6 +23,25 @@ func lastOperationOf(ctx SpecContext, s *seedEnv, ex *extensionsv1alpha1.Extensi
 	GinkgoHelper()
 	Expect(s.client.Get(ctx, client.ObjectKeyFromObject(ex), ex)).To(Succeed())
 	return ex.Status.LastOperation, ex.Status.LastError
+}
+
+// stateOf describes, for a failure message, what gardenlet and an operator
+// would look at: the Extension's operation annotation, last operation and
+// error, and the FirewallDeployment's replicas.
+func stateOf(ctx SpecContext, s *seedEnv, ex *extensionsv1alpha1.Extension) func() string {
+	return func() string {
+		current := &extensionsv1alpha1.Extension{}
+		if err := s.client.Get(ctx, client.ObjectKeyFromObject(ex), current); err != nil {
+			return err.Error()
+		}
+		out := fmt.Sprintf("operation annotation %q, last operation %+v, last error %+v",
+			current.Annotations[v1beta1constants.GardenerOperation], current.Status.LastOperation, current.Status.LastError)
+		d := &firewallv1alpha1.FirewallDeployment{}
+		if err := s.client.Get(ctx, client.ObjectKey{Namespace: ex.Namespace, Name: constants.FirewallDeploymentName}, d); err == nil {
+			out += fmt.Sprintf(", FirewallDeployment replicas %d (generation %d, status %+v)", d.Spec.Replicas, d.Generation, d.Status)
+		}
+		return out
+	}
 }
 
 // annotate sets gardenlet's operation annotation.

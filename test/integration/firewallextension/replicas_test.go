@@ -58,7 +58,7 @@ var _ = Describe("Extension firewall replicas", func() {
 		Expect(distances).To(ConsistOf(int32(0), int32(1)), "one firewall attracts the traffic, the other takes over")
 
 		By("hibernating releases both, waking up brings two new ones")
-		Eventually(hibernate(ctx, seedA, ex, true)).Should(Equal("Reconcile Succeeded"))
+		Eventually(hibernate(ctx, seedA, ex, true)).WithTimeout(time.Minute).Should(Equal("Reconcile Succeeded"), stateOf(ctx, seedA, ex))
 		Expect(deploymentOf(ctx, seedA, namespace).Spec.Replicas).To(BeZero())
 		Eventually(func() []firewallv1alpha1.Firewall { return firewalls(ctx, seedA, namespace) }).Should(BeEmpty())
 		Expect(bootServiceAccounts(ctx, seedA, namespace)).To(BeEmpty())
