@@ -167,6 +167,7 @@ func AddToManager(ctx context.Context, mgr manager.Manager, opts *Options, provi
 		Controller:                controller.Options{MaxConcurrentReconciles: opts.FirewallMaxConcurrentReconciles},
 		Config: firewallcontroller.Config{
 			BootNamespace: opts.BootNamespace, ShootAccessTokenValidity: opts.ShootAccessTokenValidity, ReadyTimeout: opts.FirewallReadyTimeout,
+			MaxWaiting:      opts.FirewallMaxWaiting,
 			DroptailerImage: opts.DroptailerImage, AgentUpdatePublicKey: opts.agentUpdatePublicKey,
 		},
 	}); err != nil {

@@ -70,9 +70,11 @@ type Options struct {
 	// agentUpdatePublicKey is its content, read by Validate.
 	agentUpdatePublicKey []byte
 	// FirewallReadyTimeout is how long a firewall Extension's reconcile waits for the firewall
-	// to forward with its rules; FirewallMaxConcurrentReconciles how many shoots may wait at once.
+	// to forward with its rules; FirewallMaxConcurrentReconciles how many are reconciled at once;
+	// FirewallMaxWaiting how many may wait for their firewall at once, on workers of their own.
 	FirewallReadyTimeout            time.Duration
 	FirewallMaxConcurrentReconciles int
+	FirewallMaxWaiting              int
 
 	// ACL is the operator's configuration of the acl extension; ACLMaxConcurrentReconciles how
 	// many acl Extensions are reconciled at once.
@@ -112,7 +114,8 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.Int32Var(&o.MaxReplacements, "max-replacements", firewallmanager.DefaultMaxReplacements, "how many Firewalls a FirewallSet creates in place of failed ones before it stops and reports; 0 replaces none")
 	fs.DurationVar(&o.RollRequestInterval, "roll-request-interval", firewallmanager.DefaultRollRequestInterval, "how often each shoot's FirewallMonitors are read for the owner's roll request (annotation "+firewallv1alpha1.AnnotationRollSet+"); 0 reads none")
 	fs.DurationVar(&o.FirewallReadyTimeout, "firewall-ready-timeout", firewallcontroller.DefaultReadyTimeout, "how long a firewall Extension's reconcile waits for the firewall to forward with its rules before it reports what is missing; keep the registration's reconcileTimeout above it")
-	fs.IntVar(&o.FirewallMaxConcurrentReconciles, "firewall-max-concurrent-reconciles", 10, "firewall Extensions reconciled at once; each holds a worker while it waits for its firewall")
+	fs.IntVar(&o.FirewallMaxConcurrentReconciles, "firewall-max-concurrent-reconciles", 10, "firewall Extensions reconciled at once, apart from those waiting for their firewall")
+	fs.IntVar(&o.FirewallMaxWaiting, "firewall-max-waiting", firewallcontroller.DefaultMaxWaiting, "firewall Extensions that may wait for their firewall to forward at once, each on a worker of its own; a further one fails its reconcile and is reconciled again when a wait ends")
 	fs.Float32Var(&o.HealthCheckKubeAPIQPS, "healthcheck-kube-api-qps", healthcheck.DefaultQPS, "requests per second the health checks may send to the seed's kube-apiserver, apart from --kube-api-qps; with more Extensions than the period allows, each is checked less often")
 	fs.DurationVar(&o.HealthCheckSyncPeriod, "healthcheck-sync-period", healthcheck.DefaultSyncPeriod, "how often the health checks look at each firewall and acl Extension (each look writes the Extension's status)")
 	fs.DurationVar(&o.HeartbeatTimeout, "heartbeat-timeout", firewallmanager.DefaultHeartbeatTimeout, "how old an agent's last report may be for its Firewall to count as connected")
@@ -180,6 +183,9 @@ func (o *Options) Validate() error {
 	}
 	if o.FirewallMaxConcurrentReconciles < 1 {
 		errs = append(errs, fmt.Errorf("--firewall-max-concurrent-reconciles %d must be at least 1", o.FirewallMaxConcurrentReconciles))
+	}
+	if o.FirewallMaxWaiting < 1 {
+		errs = append(errs, fmt.Errorf("--firewall-max-waiting %d must be at least 1", o.FirewallMaxWaiting))
 	}
 	if o.ACLMaxConcurrentReconciles < 1 {
 		errs = append(errs, fmt.Errorf("--acl-max-concurrent-reconciles %d must be at least 1", o.ACLMaxConcurrentReconciles))

@@ -94,13 +94,14 @@ var _ = Describe("Options", func() {
 
 	It("refuses timeouts, replacements and workers that cannot work", func() {
 		err := parse("--create-timeout=0s", "--health-timeout=-1m", "--firewall-ready-timeout=0s", "--max-replacements=-1", "--firewall-max-concurrent-reconciles=0",
-			"--acl-max-concurrent-reconciles=0").Validate()
+			"--firewall-max-waiting=0", "--acl-max-concurrent-reconciles=0").Validate()
 		Expect(err).To(MatchError(And(
 			ContainSubstring("--create-timeout 0s must be positive"),
 			ContainSubstring("--health-timeout -1m0s must be positive"),
 			ContainSubstring("--firewall-ready-timeout 0s must be positive"),
 			ContainSubstring("--max-replacements -1 must not be negative"),
 			ContainSubstring("--firewall-max-concurrent-reconciles 0 must be at least 1"),
+			ContainSubstring("--firewall-max-waiting 0 must be at least 1"),
 			ContainSubstring("--acl-max-concurrent-reconciles 0 must be at least 1"),
 		)))
 		defaults := parse()

@@ -35,6 +35,8 @@ type actuator struct {
 	config   Config
 	clock    clock.Clock
 	recorder events.EventRecorder
+	// waiting holds a slot per reconcile that waits for its firewall.
+	waiting *waitSlots
 }
 
 // Config is what the operator sets.
@@ -49,6 +51,9 @@ type Config struct {
 	ReadyTimeout time.Duration
 	// ReadyPollInterval is how often the wait looks; DefaultReadyPollInterval when 0.
 	ReadyPollInterval time.Duration
+	// MaxWaiting is how many reconciles may wait for their firewall at once,
+	// each on a worker of its own beside the controller's; DefaultMaxWaiting when 0.
+	MaxWaiting int
 	// DroptailerImage holds firewall-agent, whose droptailer receives the
 	// logged packets in the shoot; empty: drops stay in the firewall's
 	// kernel log.
@@ -72,7 +77,7 @@ func NewActuator(c, direct client.Client, cfg Config) extension.Actuator {
 }
 
 // newActuator is NewActuator with a recorder of the Extension's events.
-func newActuator(c, direct client.Client, cfg Config, recorder events.EventRecorder) extension.Actuator {
+func newActuator(c, direct client.Client, cfg Config, recorder events.EventRecorder) *actuator {
 	if cfg.ShootAccessTokenValidity == 0 {
 		cfg.ShootAccessTokenValidity = DefaultShootAccessTokenValidity
 	}
@@ -82,7 +87,8 @@ func newActuator(c, direct client.Client, cfg Config, recorder events.EventRecor
 	if cfg.ReadyPollInterval == 0 {
 		cfg.ReadyPollInterval = DefaultReadyPollInterval
 	}
-	return &actuator{client: c, direct: direct, config: cfg, clock: clock.RealClock{}, recorder: recorder}
+	cfg.MaxWaiting = maxWaiting(cfg)
+	return &actuator{client: c, direct: direct, config: cfg, clock: clock.RealClock{}, recorder: recorder, waiting: newWaitSlots(cfg.MaxWaiting)}
 }
 
 // Reconcile makes the shoot's FirewallDeployment match its providerConfig

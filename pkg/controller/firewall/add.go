@@ -4,11 +4,14 @@ import (
 	"context"
 	"time"
 
+	extensionscontroller "github.com/gardener/gardener/extensions/pkg/controller"
 	"github.com/gardener/gardener/extensions/pkg/controller/extension"
 	extensionsv1alpha1 "github.com/gardener/gardener/pkg/apis/extensions/v1alpha1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/constants"
 )
@@ -16,9 +19,14 @@ import (
 // ControllerName is the name of the firewall Extension controller.
 const ControllerName = "firewall"
 
+// reconcileMargin is the time a reconcile has besides its wait: its writes
+// before, and the status after.
+const reconcileMargin = 2 * time.Minute
+
 // AddOptions configure the firewall Extension controller.
 type AddOptions struct {
-	// Controller are the controller.Options.
+	// Controller are the controller.Options; MaxConcurrentReconciles are the
+	// workers for reconciles, the controller gets Config.MaxWaiting more.
 	Controller controller.Options
 	// IgnoreOperationAnnotation makes the controller reconcile on every change, not only when
 	// gardenlet sets the operation annotation.
@@ -42,14 +50,25 @@ func AddToManagerWithOptions(ctx context.Context, mgr manager.Manager, opts AddO
 	if err != nil {
 		return err
 	}
+	a := newActuator(mgr.GetClient(), direct, opts.Config, mgr.GetEventRecorder(ControllerName))
+	// The waits for booting firewalls get workers of their own, so that they
+	// never hold those that reconcile other shoots' changes.
+	controllerOptions := opts.Controller
+	controllerOptions.MaxConcurrentReconciles = max(controllerOptions.MaxConcurrentReconciles, 1) + a.config.MaxWaiting
+	// Gardener's reconciler gives each reconcile 3 minutes unless told: the
+	// wait would be cut short long before the ready timeout says what is missing.
+	controllerOptions.ReconciliationTimeout = max(controllerOptions.ReconciliationTimeout, a.config.ReadyTimeout+reconcileMargin)
 	return extension.Add(mgr, extension.AddArgs{
-		Actuator:          newActuator(mgr.GetClient(), direct, opts.Config, mgr.GetEventRecorder(ControllerName)),
-		ControllerOptions: opts.Controller,
+		Actuator:          a,
+		ControllerOptions: controllerOptions,
 		ExtensionClasses:  opts.ExtensionClasses,
 		Name:              ControllerName,
 		FinalizerSuffix:   constants.FirewallExtensionType,
 		Resync:            resync,
 		Predicates:        extension.DefaultPredicates(ctx, mgr, opts.IgnoreOperationAnnotation),
 		Type:              constants.FirewallExtensionType,
+		WatchBuilder: extensionscontroller.NewWatchBuilder(func(c controller.Controller) error {
+			return c.Watch(source.Channel(a.waiting.wake, &handler.EnqueueRequestForObject{}))
+		}),
 	})
 }

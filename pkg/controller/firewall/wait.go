@@ -8,6 +8,7 @@ import (
 
 	v1beta1constants "github.com/gardener/gardener/pkg/apis/core/v1beta1/constants"
 	extensionsv1alpha1 "github.com/gardener/gardener/pkg/apis/extensions/v1alpha1"
+	reconcilerutils "github.com/gardener/gardener/pkg/controllerutils/reconciler"
 	retryutils "github.com/gardener/gardener/pkg/utils/retry"
 	"github.com/go-logr/logr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -26,6 +27,18 @@ const DefaultReadyTimeout = constants.FirewallReadyTimeout
 // DefaultReadyPollInterval is how often the wait looks at the firewalls
 // (through the cache): as often as gardenlet looks at the Extension.
 const DefaultReadyPollInterval = 5 * time.Second
+
+// DefaultMaxWaiting is how many reconciles may wait for their firewall at
+// once. Each costs a goroutine and a few reads of the cache per poll.
+const DefaultMaxWaiting = 200
+
+// maxWaiting is cfg's MaxWaiting or its default.
+func maxWaiting(cfg Config) int {
+	if cfg.MaxWaiting > 0 {
+		return cfg.MaxWaiting
+	}
+	return DefaultMaxWaiting
+}
 
 // errInterrupted ends a wait that a migration or deletion of the Extension
 // has overtaken: the controller handles one request per Extension at a time,
@@ -46,8 +59,16 @@ func (a *actuator) waitUntilForwarding(ctx context.Context, log logr.Logger, ex 
 		log.Info("Hibernation is enabled: not waiting for the firewall to forward")
 		return nil
 	}
+	if ok, _, err := a.forwarding(ctx, ex.Namespace, written); err == nil && ok {
+		return nil
+	}
+	release, err := a.waitSlot(ex)
+	if err != nil {
+		return err
+	}
+	defer release()
 	var missing, described string
-	err := retryutils.UntilTimeout(ctx, a.config.ReadyPollInterval, a.config.ReadyTimeout, func(ctx context.Context) (bool, error) {
+	err = retryutils.UntilTimeout(ctx, a.config.ReadyPollInterval, a.config.ReadyTimeout, func(ctx context.Context) (bool, error) {
 		if err := a.interrupted(ctx, ex); err != nil {
 			return retryutils.SevereError(err)
 		}
@@ -77,6 +98,25 @@ func (a *actuator) waitUntilForwarding(ctx context.Context, log logr.Logger, ex 
 		return fmt.Errorf("waiting for the firewall to forward with its rules: %w", err)
 	}
 	return fmt.Errorf("the firewall does not forward with its rules after %s: %s", a.config.ReadyTimeout, missing)
+}
+
+// waitSlot takes one of MaxWaiting slots for ex's wait. Gardener's extension
+// library cannot keep an Extension Processing without a worker (an error
+// sets lastError, on which gardenlet stops waiting within 30 s), so the wait
+// runs inside the reconcile, as Gardener's Worker actuator's does, on a
+// worker of its own. With every slot taken, the reconcile ends with that
+// error (the shoot's reconcile fails, and gardenlet retries it), and the
+// Extension is reconciled again once a wait ends.
+func (a *actuator) waitSlot(ex *extensionsv1alpha1.Extension) (release func(), err error) {
+	if a.waiting.take(client.ObjectKeyFromObject(ex)) {
+		return a.waiting.release, nil
+	}
+	return nil, &reconcilerutils.RequeueAfterError{
+		Cause: fmt.Errorf("the firewall does not forward with its rules yet, and %d other firewalls are being waited for (--firewall-max-waiting): "+
+			"this one is waited for once one of theirs ends", a.config.MaxWaiting),
+		// Gardener's reconciler requeues after its resync instead; the wake-up comes first.
+		RequeueAfter: a.config.ReadyTimeout,
+	}
 }
 
 // interrupted tells whether the Extension was deleted or a migration was

@@ -72,7 +72,8 @@ const readyTimeout = 20 * time.Second
 // operation annotation, as with gardenlet), and the firewall
 // manager with bootstrap credentials for this seed.
 // With a droptailerImage, it deploys the drop receiver into each shoot.
-func startSeed(name, droptailerImage string) *seedEnv {
+// tune changes the firewall controller's options.
+func startSeed(name, droptailerImage string, tune ...func(*firewallcontroller.AddOptions)) *seedEnv {
 	// With the shoot's CRDs: a seed stands in for a shoot of the other (roll requests).
 	// With metal-stack's too: roll requests on their FirewallMonitor.
 	crds := append(append(testenv.SeedCRDPaths(), testenv.ShootCRDPaths()...), testenv.MetalStackShootCRDPaths()...)
@@ -91,11 +92,15 @@ func startSeed(name, droptailerImage string) *seedEnv {
 	})
 	Expect(err).NotTo(HaveOccurred())
 	ctx, cancel := context.WithCancel(context.Background())
-	Expect(firewallcontroller.AddToManagerWithOptions(ctx, mgr, firewallcontroller.AddOptions{
+	opts := firewallcontroller.AddOptions{
 		Controller: controller.Options{MaxConcurrentReconciles: 5},
 		Config: firewallcontroller.Config{BootNamespace: bootNamespace, ReadyTimeout: readyTimeout, ReadyPollInterval: 500 * time.Millisecond,
 			DroptailerImage: droptailerImage},
-	})).To(Succeed())
+	}
+	for _, t := range tune {
+		t(&opts)
+	}
+	Expect(firewallcontroller.AddToManagerWithOptions(ctx, mgr, opts)).To(Succeed())
 	Expect(healthcheck.AddToManager(mgr, 2*time.Second, 0)).To(Succeed())
 	Expect(firewallmanager.AddToManager(mgr, firewallmanager.Options{
 		Provider:            provider,
