@@ -114,6 +114,7 @@ func ManagerOptions(opts *Options, scheme *runtime.Scheme) manager.Options {
 		LeaderElectionNamespace: opts.LeaderElectionNamespace,
 		Metrics:                 metricsserver.Options{BindAddress: opts.MetricsBindAddress},
 		HealthProbeBindAddress:  opts.HealthProbeBindAddress,
+		PprofBindAddress:        opts.PprofBindAddress,
 		WebhookServer:           webhook.NewServer(webhook.Options{Port: opts.WebhookPort, CertDir: opts.WebhookCertDir}),
 		// Secrets are read from the kube-apiserver when needed, a few per reconcile. A cache would
 		// list and watch every Secret of the seed (all shoots' credentials and ManagedResource

@@ -32,6 +32,7 @@ type Options struct {
 	LeaderElectionNamespace   string
 	MetricsBindAddress        string
 	HealthProbeBindAddress    string
+	PprofBindAddress          string
 	IgnoreOperationAnnotation bool
 
 	// SeedServer and SeedCAFile tell agents how to reach this seed.
@@ -98,6 +99,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.LeaderElectionNamespace, "leader-election-namespace", "", "namespace of the leader election lease (default: the pod's namespace)")
 	fs.StringVar(&o.MetricsBindAddress, "metrics-bind-address", ":8080", `address of the metrics endpoint, "0" to disable`)
 	fs.StringVar(&o.HealthProbeBindAddress, "health-bind-address", ":8081", `address of /healthz and /readyz, "0" to disable`)
+	fs.StringVar(&o.PprofBindAddress, "pprof-bind-address", "", `address of Go's /debug/pprof endpoints (heap, goroutines, CPU), empty or "0" for none; for finding what holds memory, never exposed beyond the pod`)
 	fs.BoolVar(&o.IgnoreOperationAnnotation, "ignore-operation-annotation", false, "reconcile Extensions on every change, not only when gardenlet sets gardener.cloud/operation")
 	fs.StringVar(&o.SeedServer, "seed-server", "", "the seed kube-apiserver URL as firewalls reach it, written into their bootstrap kubeconfigs")
 	fs.StringVar(&o.SeedCAFile, "seed-ca-file", "", "PEM file of the CA that serves --seed-server")

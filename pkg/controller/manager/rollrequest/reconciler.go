@@ -16,6 +16,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -239,7 +240,9 @@ func listMonitors(ctx context.Context, shoot client.Client) ([]client.Object, er
 		list := &metav1.PartialObjectMetadataList{}
 		list.SetGroupVersionKind(kind.GroupVersion().WithKind(kind.Kind + "List"))
 		err := shoot.List(ctx, list, client.InNamespace(firewallv1alpha1.FirewallMonitorNamespace))
-		if kind == metalStackMonitor && meta.IsNoMatchError(err) {
+		// A shoot without metal-stack's CRD: the kind is not found (a mapper
+		// without discovery: 404 from the kube-apiserver).
+		if kind == metalStackMonitor && (meta.IsNoMatchError(err) || apierrors.IsNotFound(err)) {
 			continue
 		}
 		if err != nil {

@@ -7,7 +7,9 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/tools/events"
 	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -79,6 +81,18 @@ var _ = Describe("Reconciler", func() {
 		Expect(err).NotTo(HaveOccurred())
 		Expect(deployment().Annotations).To(HaveKey(firewallv1alpha1.AnnotationRoll))
 		Expect(listed).To(ConsistOf("*v1.PartialObjectMetadataList FirewallMonitorList", "*v1.PartialObjectMetadataList FirewallMonitorList"))
+	})
+
+	It("reads a shoot without metal-stack's FirewallMonitor kind, whose kube-apiserver answers 404 for it", func() {
+		setup(interceptor.Funcs{List: func(ctx context.Context, c client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
+			if list.GetObjectKind().GroupVersionKind().Group == "firewall.metal-stack.io" {
+				return apierrors.NewNotFound(schema.GroupResource{Group: "firewall.metal-stack.io", Resource: "firewallmonitors"}, "")
+			}
+			return c.List(ctx, list, opts...)
+		}}, newDeployment(1), monitor("firewall-abc-0", map[string]string{firewallv1alpha1.AnnotationRollSet: "true"}))
+		_, err := r.Reconcile(ctx, req)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(deployment().Annotations).To(HaveKey(firewallv1alpha1.AnnotationRoll), "our monitor's request")
 	})
 
 	It("rolls no second time when a previous try stopped after the roll, before removing the request", func() {
