@@ -7,6 +7,7 @@ package firewall
 import (
 	"context"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/gardener/gardener/extensions/pkg/controller/extension"
@@ -37,6 +38,9 @@ type actuator struct {
 	recorder events.EventRecorder
 	// waiting holds a slot per reconcile that waits for its firewall.
 	waiting *waitSlots
+	// working bounds the reconciles that write at once to the operator's
+	// workers (nil: no bound); the controller has more workers, for waits.
+	working chan struct{}
 }
 
 // Config is what the operator sets.
@@ -96,6 +100,11 @@ func newActuator(c, direct client.Client, cfg Config, recorder events.EventRecor
 // waitUntilForwarding): gardenlet starts the shoot's Workers only after that.
 // An invalid providerConfig changes nothing.
 func (a *actuator) Reconcile(ctx context.Context, log logr.Logger, ex *extensionsv1alpha1.Extension) error {
+	done, err := a.work(ctx)
+	if err != nil {
+		return err
+	}
+	defer done()
 	var raw []byte
 	if ex.Spec.ProviderConfig != nil {
 		raw = ex.Spec.ProviderConfig.Raw
@@ -177,7 +186,24 @@ func (a *actuator) Reconcile(ctx context.Context, log logr.Logger, ex *extension
 			return fmt.Errorf("clearing the migration state: %w", err)
 		}
 	}
+	done()
 	return a.waitUntilForwarding(ctx, log, ex, d.Generation, hibernated)
+}
+
+// work takes one of the operator's workers for a reconcile's writes (each
+// serializes the shoot's ManagedResource, megabytes of compression buffers);
+// done gives it back, once.
+func (a *actuator) work(ctx context.Context) (done func(), err error) {
+	if a.working == nil {
+		return func() {}, nil
+	}
+	select {
+	case a.working <- struct{}{}:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	var once sync.Once
+	return func() { once.Do(func() { <-a.working }) }, nil
 }
 
 // Delete removes the firewalls (their machines first, through the manager's

@@ -54,7 +54,8 @@ func AddToManagerWithOptions(ctx context.Context, mgr manager.Manager, opts AddO
 	// The waits for booting firewalls get workers of their own, so that they
 	// never hold those that reconcile other shoots' changes.
 	controllerOptions := opts.Controller
-	controllerOptions.MaxConcurrentReconciles = max(controllerOptions.MaxConcurrentReconciles, 1) + a.config.MaxWaiting
+	a.working = make(chan struct{}, max(controllerOptions.MaxConcurrentReconciles, 1))
+	controllerOptions.MaxConcurrentReconciles = cap(a.working) + a.config.MaxWaiting
 	// Gardener's reconciler gives each reconcile 3 minutes unless told: the
 	// wait would be cut short long before the ready timeout says what is missing.
 	controllerOptions.ReconciliationTimeout = max(controllerOptions.ReconciliationTimeout, a.config.ReadyTimeout+reconcileMargin)

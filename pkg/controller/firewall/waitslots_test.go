@@ -1,6 +1,9 @@
 package firewall
 
 import (
+	"context"
+	"time"
+
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	"k8s.io/apimachinery/pkg/types"
@@ -36,5 +39,38 @@ var _ = Describe("waitSlots", func() {
 		Expect(woken(s)).To(Equal([]types.NamespacedName{c}))
 		s.release()
 		Expect(woken(s)).To(BeEmpty(), "no one left to wake")
+	})
+})
+
+var _ = Describe("work", func() {
+	It("lets as many reconciles write at once as the operator's workers, each giving its worker back once", func(ctx SpecContext) {
+		a := &actuator{working: make(chan struct{}, 1)}
+		done, err := a.work(ctx)
+		Expect(err).NotTo(HaveOccurred())
+
+		second := make(chan func())
+		go func() {
+			defer GinkgoRecover()
+			d, err := a.work(ctx)
+			Expect(err).NotTo(HaveOccurred())
+			second <- d
+		}()
+		Consistently(second).WithTimeout(200*time.Millisecond).ShouldNot(Receive(), "the one worker writes")
+		done()
+		done() // the deferred call after the wait's: no second slot freed
+		var d func()
+		Eventually(second).Should(Receive(&d))
+		Expect(a.working).To(HaveLen(1), "the second holds the one slot")
+		d()
+		Expect(a.working).To(BeEmpty())
+	})
+
+	It("gives up its turn when the reconcile's context ends", func(ctx SpecContext) {
+		a := &actuator{working: make(chan struct{}, 1)}
+		a.working <- struct{}{}
+		ended, cancel := context.WithCancel(ctx)
+		cancel()
+		_, err := a.work(ended)
+		Expect(err).To(MatchError(context.Canceled))
 	})
 })
