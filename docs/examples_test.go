@@ -3,24 +3,31 @@ package docs_test
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 )
 
 // documentation is every markdown file a user reads: the README and CHANGELOG
-// beside docs/, and docs/*.md.
+// beside docs/, and every .md file below docs/, in its folders too.
 func documentation() ([]string, error) {
-	var files []string
-	for _, pattern := range []string{"../*.md", "*.md"} {
-		m, err := filepath.Glob(pattern)
-		if err != nil {
-			return nil, err
+	files, err := filepath.Glob("../*.md")
+	if err != nil {
+		return nil, err
+	}
+	err = filepath.WalkDir(".", func(path string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && strings.HasSuffix(path, ".md") {
+			files = append(files, path)
 		}
-		files = append(files, m...)
+		return err
+	})
+	if err != nil {
+		return nil, err
 	}
 	sort.Strings(files)
 	return files, nil
