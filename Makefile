@@ -135,7 +135,7 @@ firewall-agent:
 	$(IMAGE_TOOL) binary --output _output/bin --version $(VERSION) --platform $(AGENT_PLATFORM) firewall-agent
 
 # Signs an agent binary for the self-update: BINARY.sig, and the SHA-256 for
-# agentSHA256 on stdout (docs/firewall-guide.md, "Self-update").
+# agentSHA256 on stdout (docs/operations/firewall/self-update.md).
 .PHONY: sign-agent-release
 sign-agent-release:
 	@hack/sign-agent-release.sh "$(SIGNING_KEY)" "$(VERSION)" "$(or $(BINARY),_output/bin/firewall-agent)"

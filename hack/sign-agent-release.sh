@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Signs a firewall-agent binary for the agent's self-update
-# (docs/firewall-guide.md, "Self-update"): an Ed25519 signature, made with
+# (docs/operations/firewall/self-update.md): an Ed25519 signature, made with
 # openssl, over the release message that binds the version to the binary's
 # SHA-256. Writes <binary>.sig (64 raw bytes) and prints the SHA-256 to put
 # into agentSHA256 (or sources.static.agent.sha256).

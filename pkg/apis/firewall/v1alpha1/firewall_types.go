@@ -43,7 +43,7 @@ type FirewallSpec struct {
 	// AgentVersion is the firewall-agent version the machine should run. An
 	// agent with controllers.firewall.selfUpdate enabled downloads it from
 	// AgentURL, verifies it against AgentSHA256 and the operator's signing
-	// key, and switches to it (docs/firewall-guide.md, "Self-update").
+	// key, and switches to it (docs/operations/firewall/self-update.md).
 	// +optional
 	AgentVersion string `json:"agentVersion,omitempty"`
 	// AgentURL is an http(s) URL of that agent version's binary; its
