@@ -1,5 +1,5 @@
 # Make targets for gardener-extension-firewall. Every target a user touches is
-# documented in docs/development.md.
+# documented in docs/development/make-targets.md.
 
 SHELL := /usr/bin/env bash -o pipefail
 
