@@ -89,7 +89,7 @@ type Options struct {
 	WebhookConfigServicePort int
 }
 
-// AddFlags registers the flags; docs/operator-guide.md documents each of them.
+// AddFlags registers the flags; docs/operations/configuration.md documents each of them.
 func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.Kubeconfig, "kubeconfig", "", "kubeconfig of the seed; in-cluster config when empty")
 	fs.Float32Var(&o.KubeAPIQPS, "kube-api-qps", constants.KubeAPIQPS, "requests per second to the seed's kube-apiserver (client-side limit; a firewall's first reconcile needs about 25)")

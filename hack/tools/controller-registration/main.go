@@ -20,7 +20,7 @@ import (
 )
 
 // OCIRepository is where a released chart would be pushed, beside the images of `make images`;
-// nothing is published there yet (see docs/operator-guide.md).
+// nothing is published there yet (see docs/operations/registration.md).
 const OCIRepository = "ghcr.io/metal-firewall/charts/gardener-extension-firewall"
 
 // AdmissionOCIRepository is where the garden admission's chart would be pushed.

@@ -126,7 +126,7 @@ var _ = Describe("example/controller-registration.yaml", func() {
 	It("renders as gardenlet renders it", func() {
 		renderer := chartrenderer.NewWithServerVersion(&version.Info{GitVersion: "v1.34.0", Major: "1", Minor: "34"})
 		values := map[string]any{
-			// what an operator adds (docs/operator-guide.md) and what gardenlet injects
+			// what an operator adds (docs/operations/registration.md) and what gardenlet injects
 			"seedAPIServer": map[string]any{"url": "https://api.seed-a.example.com"},
 			"gardener":      map[string]any{"version": "v1.150.0", "seed": map[string]any{"name": "seed-a", "provider": "metal"}},
 		}

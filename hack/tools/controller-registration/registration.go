@@ -56,7 +56,7 @@ const FirewallReconcileTimeout = constants.FirewallReadyTimeout + time.Minute
 
 // Values are the chart values given in the registration. None: the one value without a default
 // (seedAPIServer) differs per landscape, and a made-up URL would be worse than gardenlet's
-// clear rendering error (see docs/operator-guide.md).
+// clear rendering error (see docs/operations/registration.md).
 func Values() *apiextensionsv1.JSON { return nil }
 
 // ControllerDeployment carries the chart.

@@ -60,7 +60,7 @@ func annotate(ctx SpecContext, s *seedEnv, ex *extensionsv1alpha1.Extension, op 
 }
 
 // The Extension is what gardenlet waits for before it creates the shoot's
-// OperatingSystemConfigs and Workers (see docs/operator-guide.md): it must not
+// OperatingSystemConfigs and Workers (see docs/operations/what-waits-for-what.md): it must not
 // be Succeeded before the firewall forwards with its rules.
 var _ = Describe("Extension firewall readiness", func() {
 	It("is not Succeeded before the agent has applied the firewall's rules, on creation and on a change of the rules", func(ctx SpecContext) {
