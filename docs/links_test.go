@@ -172,4 +172,31 @@ var _ = Describe("The links in the documentation", func() {
 			ContainSubstring("sub/b.md#same: no heading"),
 		))
 	})
+
+	It("give every page below docs/ one title, and list it in its folder's README.md", func() {
+		Expect(err).NotTo(HaveOccurred())
+		var problems []string
+		for f, p := range pages {
+			if strings.HasPrefix(f, "..") {
+				continue
+			}
+			titles := 0
+			for _, l := range p.levels {
+				if l == 1 {
+					titles++
+				}
+			}
+			if titles != 1 || len(p.levels) == 0 || p.levels[0] != 1 {
+				problems = append(problems, fmt.Sprintf("%s: want one # title, first; has %d", f, titles))
+			}
+			if filepath.Base(f) == "README.md" {
+				continue
+			}
+			index, ok := pages[filepath.Join(filepath.Dir(f), "README.md")]
+			if !ok || !index.listsAll[f] {
+				problems = append(problems, fmt.Sprintf("%s: not linked from %s", f, filepath.Join(filepath.Dir(f), "README.md")))
+			}
+		}
+		Expect(problems).To(BeEmpty())
+	})
 })
