@@ -85,7 +85,9 @@ func Scheme() (*runtime.Scheme, error) {
 
 func run(ctx context.Context, opts *Options) error {
 	// Milliseconds, as Gardener's components log: events a second apart are told apart.
-	ctrl.SetLogger(zap.New(func(o *zap.Options) { o.TimeEncoder = zapcore.ISO8601TimeEncoder }))
+	// Gardener's ManagedResource health check logs each failed check through
+	// the global logger, with a stack trace: once per object and state here.
+	ctrl.SetLogger(healthcheck.ChangesOnly(zap.New(func(o *zap.Options) { o.TimeEncoder = zapcore.ISO8601TimeEncoder })))
 	cfg, err := restConfig(opts.Kubeconfig)
 	if err != nil {
 		return err

@@ -14,11 +14,21 @@ const (
 	msgUnsuccessful = "Health check for extension resource progressing or unsuccessful"
 	msgCheckError   = "Updating HealthCheckCondition for extension resource to ConditionCheckError"
 	msgSuccessful   = "Health check for extension resource successful"
+	// msgFailed is logged at error level, with a stack trace, by Gardener's
+	// ManagedResource check through the global logger on every check of an
+	// unhealthy ManagedResource; its error names the object and the state.
+	msgFailed = "Health check failed"
+	// maxFailures bounds the failures remembered: past it, each logs once more.
+	maxFailures = 10000
 )
 
+// ChangesOnly is changesOnly for the process's global logger, through which
+// Gardener's ManagedResource check logs.
+func ChangesOnly(log logr.Logger) logr.Logger { return changesOnly(log) }
+
 // changesOnly returns log with a sink that passes a health check's result
-// only when it differs from the last one logged for the same Extension and
-// condition; everything else passes as it is.
+// only when it differs from the last one logged for the same Extension, and
+// a failed check's error only the first time; everything else passes as it is.
 func changesOnly(log logr.Logger) logr.Logger {
 	if log.GetSink() == nil {
 		return log
@@ -27,7 +37,7 @@ func changesOnly(log logr.Logger) logr.Logger {
 	if cd, ok := inner.(logr.CallDepthLogSink); ok {
 		inner = cd.WithCallDepth(1) // this sink's own frame
 	}
-	return logr.New(&changeSink{inner: inner, last: &sync.Map{}})
+	return logr.New(&changeSink{inner: inner, last: &sync.Map{}, failures: &failures{seen: map[string]bool{}}})
 }
 
 // changeSink remembers the values it was given (the controller's, and the
@@ -35,7 +45,28 @@ func changesOnly(log logr.Logger) logr.Logger {
 type changeSink struct {
 	inner  logr.LogSink
 	values []any
-	last   *sync.Map // Extension and condition -> the last result logged
+	last   *sync.Map // Extension -> the last result logged
+	// failures are the failed checks' errors logged so far.
+	failures *failures
+}
+
+type failures struct {
+	mu   sync.Mutex
+	seen map[string]bool
+}
+
+// first tells whether key is logged for the first time.
+func (f *failures) first(key string) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.seen[key] {
+		return false
+	}
+	if len(f.seen) >= maxFailures {
+		clear(f.seen)
+	}
+	f.seen[key] = true
+	return true
 }
 
 // Init does nothing: the inner sink was initialized by its own logger.
@@ -59,14 +90,19 @@ func (s *changeSink) Info(level int, msg string, kv ...any) {
 	}
 }
 
-func (s *changeSink) Error(err error, msg string, kv ...any) { s.inner.Error(err, msg, kv...) }
+func (s *changeSink) Error(err error, msg string, kv ...any) {
+	if msg == msgFailed && err != nil && !s.failures.first(fmt.Sprint(s.values, kv, err)) {
+		return
+	}
+	s.inner.Error(err, msg, kv...)
+}
 
 func (s *changeSink) WithValues(kv ...any) logr.LogSink {
-	return &changeSink{inner: s.inner.WithValues(kv...), values: append(s.values[:len(s.values):len(s.values)], kv...), last: s.last}
+	return &changeSink{inner: s.inner.WithValues(kv...), values: append(s.values[:len(s.values):len(s.values)], kv...), last: s.last, failures: s.failures}
 }
 
 func (s *changeSink) WithName(name string) logr.LogSink {
-	return &changeSink{inner: s.inner.WithName(name), values: s.values, last: s.last}
+	return &changeSink{inner: s.inner.WithName(name), values: append(s.values[:len(s.values):len(s.values)], "logger", name), last: s.last, failures: s.failures}
 }
 
 // key is the controller and the Extension of a check: every check of both

@@ -1,6 +1,9 @@
 package healthcheck
 
 import (
+	"errors"
+	"fmt"
+
 	"github.com/go-logr/logr"
 	"github.com/go-logr/logr/funcr"
 	. "github.com/onsi/ginkgo/v2"
@@ -40,6 +43,19 @@ var _ = Describe("changesOnly", func() {
 		Expect(lines).To(HaveLen(3), "the successful check is at V(1), not enabled here")
 		check("a", "False", "firewall not ready: 0 of 1 firewalls ready.")
 		Expect(lines).To(HaveLen(4), "unhealthy again after a healthy check")
+	})
+
+	It("logs a failed check's error once, each object and state apart", func() {
+		mr := log.WithName("healthcheck-managed-resource").WithValues("provider", "acl")
+		outdated := func(ns string) error {
+			return fmt.Errorf("managed resource \"extension-acl\" in namespace %q is unhealthy: observed generation outdated (0/1)", ns)
+		}
+		mr.Error(outdated("shoot--p--a"), msgFailed)
+		mr.Error(outdated("shoot--p--a"), msgFailed)
+		mr.Error(outdated("shoot--p--b"), msgFailed)
+		Expect(lines).To(HaveLen(2))
+		mr.Error(errors.New(`managed resource "extension-acl" in namespace "shoot--p--a" is unhealthy: condition "ResourcesApplied" has invalid status False`), msgFailed)
+		Expect(lines).To(HaveLen(3), "another state")
 	})
 
 	It("passes everything else", func() {

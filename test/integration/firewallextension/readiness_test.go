@@ -25,6 +25,16 @@ func lastOperationOf(ctx SpecContext, s *seedEnv, ex *extensionsv1alpha1.Extensi
 	return ex.Status.LastOperation, ex.Status.LastError
 }
 
+// lastErrorOf returns the description of the Extension's last error, "" without one.
+func lastErrorOf(ctx SpecContext, s *seedEnv, ex *extensionsv1alpha1.Extension) func() string {
+	return func() string {
+		if _, lastErr := lastOperationOf(ctx, s, ex); lastErr != nil {
+			return lastErr.Description
+		}
+		return ""
+	}
+}
+
 // stateOf describes, for a failure message, what gardenlet and an operator
 // would look at: the Extension's operation annotation, last operation and
 // error, and the FirewallDeployment's replicas.
@@ -143,13 +153,7 @@ var _ = Describe("Extension firewall readiness", func() {
 		created := time.Now()
 
 		Eventually(lastOperation(ctx, seedA, ex)).Should(MatchRegexp(`^(Create|Reconcile) Processing$`))
-		Eventually(func() string {
-			_, lastErr := lastOperationOf(ctx, seedA, ex)
-			if lastErr == nil {
-				return ""
-			}
-			return lastErr.Description
-		}).WithTimeout(time.Minute).Should(And(
+		Eventually(lastErrorOf(ctx, seedA, ex)).WithTimeout(time.Minute).Should(And(
 			ContainSubstring("the firewall does not forward with its rules after 20s"),
 			MatchRegexp(`firewall shoot--p--silent/firewall-[0-9a-f]+-0: Ready=False \(no agent heartbeat within 3m0s\), SeedConnected=False \(no agent report within 3m0s\), Connected=False`),
 			ContainSubstring("no agent status")))

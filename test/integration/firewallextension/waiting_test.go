@@ -49,13 +49,7 @@ var _ = Describe("Extension firewall waits", func() {
 		Eventually(func() error {
 			return seed.client.Get(ctx, client.ObjectKey{Namespace: third.Namespace, Name: constants.FirewallDeploymentName}, &firewallv1alpha1.FirewallDeployment{})
 		}).Should(Succeed())
-		Eventually(func() string {
-			_, lastErr := lastOperationOf(ctx, seed, third)
-			if lastErr == nil {
-				return ""
-			}
-			return lastErr.Description
-		}).Should(ContainSubstring("2 other firewalls are being waited for (--firewall-max-waiting): this one is waited for once one of theirs ends"))
+		Eventually(lastErrorOf(ctx, seed, third)).Should(ContainSubstring("2 other firewalls are being waited for (--firewall-max-waiting): this one is waited for once one of theirs ends"))
 		for _, ex := range booting {
 			waiting(ex)(Default)
 			_, lastErr := lastOperationOf(ctx, seed, ex)
@@ -81,12 +75,6 @@ var _ = Describe("Extension firewall waits", func() {
 		ex := newExtension("shoot--p--timeout", providerConfig)
 		createShoot(ctx, seed, ex.Namespace)
 		Expect(seed.client.Create(ctx, ex)).To(Succeed())
-		Eventually(func() string {
-			_, lastErr := lastOperationOf(ctx, seed, ex)
-			if lastErr == nil {
-				return ""
-			}
-			return lastErr.Description
-		}).Should(ContainSubstring("the firewall does not forward with its rules after 4s: "), stateOf(ctx, seed, ex))
+		Eventually(lastErrorOf(ctx, seed, ex)).Should(ContainSubstring("the firewall does not forward with its rules after 4s: "), stateOf(ctx, seed, ex))
 	})
 })
