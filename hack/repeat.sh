@@ -9,6 +9,7 @@
 set -euo pipefail
 rounds="${1:?usage: $0 ROUNDS}"
 out="${OUT:-$(mktemp -d "${TMPDIR:-/tmp}/test-repeat.XXXXXX")}"
+mkdir -p "$out"
 assets="$(hack/build-control-plane.sh)"
 mapfile -t packages < <(go list ./... | grep -v /test/e2e/)
 passed=0
