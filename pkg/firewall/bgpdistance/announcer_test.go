@@ -36,7 +36,9 @@ var _ = Describe("Announcer", func() {
 		// As FRR 8.4 prints it in the lab (shortened).
 		summary := `{"routerId":"10.255.0.2","as":4200000001,"vrfName":"default","peers":{"lan0":{"hostname":"rack","remoteAs":4210000001,"pfxRcd":1,"pfxSnt":` +
 			strconv.Itoa(n) + `,"state":"Established","peerState":"OK","idType":"interface"},"lan1":{"remoteAs":0,"pfxRcd":0,"pfxSnt":0,"state":"Idle","idType":"interface"}},"totalPeers":2}`
-		Expect(os.WriteFile(filepath.Join(dir, "summary"), []byte(summary), 0o644)).To(Succeed())
+		// Whole or not at all, as vtysh prints it: the stand-in reads the file meanwhile.
+		Expect(os.WriteFile(filepath.Join(dir, "summary.new"), []byte(summary), 0o644)).To(Succeed())
+		Expect(os.Rename(filepath.Join(dir, "summary.new"), filepath.Join(dir, "summary"))).To(Succeed())
 	}
 	called := func() []string {
 		data, err := os.ReadFile(calls)
@@ -96,7 +98,8 @@ var _ = Describe("Announcer", func() {
 		By("the reload withdraws the routes, as FRR 8.4's does with an unchanged as-path access-list")
 		a.Reload = filepath.Join(dir, "withdrawing-reload")
 		Expect(os.WriteFile(a.Reload, []byte("#!/bin/sh\necho \"reload $*\" >>"+calls+"\n"+
-			"echo '{\"peers\":{\"lan0\":{\"state\":\"Established\",\"pfxSnt\":0}}}' >"+filepath.Join(dir, "summary")+"\n"), 0o755)).To(Succeed())
+			"echo '{\"peers\":{\"lan0\":{\"state\":\"Established\",\"pfxSnt\":0}}}' >"+filepath.Join(dir, "summary.new")+
+			" && mv "+filepath.Join(dir, "summary.new")+" "+filepath.Join(dir, "summary")+"\n"), 0o755)).To(Succeed())
 		var restored time.Time
 		back := make(chan struct{})
 		go func() {
@@ -120,6 +123,27 @@ var _ = Describe("Announcer", func() {
 		Expect(err).To(MatchError(And(ContainSubstring("distance 0: bgpd did not send its routes again within 1s"), ContainSubstring("lan0 (0 of 1 prefixes)"))))
 		_, ok := a.InForce()
 		Expect(ok).To(BeFalse())
+	})
+
+	It("waits through a summary bgpd cannot give while the reload changes it", func(ctx context.Context) {
+		a.Reload = filepath.Join(dir, "busy-reload")
+		Expect(os.WriteFile(a.Reload, []byte("#!/bin/sh\necho \"reload $*\" >>"+calls+"\n: >"+filepath.Join(dir, "summary")+"\n"), 0o755)).To(Succeed())
+		back := make(chan struct{})
+		go func() {
+			defer GinkgoRecover()
+			defer close(back)
+			Eventually(called).Should(ContainElement(HavePrefix("reload")))
+			time.Sleep(time.Second) // a few polls answered with nothing
+			sending(1)
+		}()
+		Expect(a.Announce(ctx, 3)).To(Succeed())
+		<-back
+		Expect(inForce()).To(BeEquivalentTo(3))
+
+		By("a summary that never comes back: the error says so")
+		a.SettleTimeout = time.Second
+		Expect(os.WriteFile(a.Reload, []byte("#!/bin/sh\n: >"+filepath.Join(dir, "summary")+"\n"), 0o755)).To(Succeed())
+		Expect(a.Announce(ctx, 0)).To(MatchError(And(ContainSubstring("bgpd did not send its routes again within 1s"), ContainSubstring("bgpd's summary: unexpected end of JSON input"))))
 	})
 
 	It("keeps the old configuration when FRR refuses the new one", func(ctx context.Context) {

@@ -96,12 +96,14 @@ func (a *Announcer) settle(ctx context.Context, before map[string]int) error {
 	var missing []string
 	for {
 		now, err := a.advertised(ctx)
-		if err != nil {
-			return err
-		}
 		missing = missing[:0]
+		if err != nil {
+			// bgpd may answer nothing, or half a summary, while the reload
+			// changes it: not settled yet.
+			missing = append(missing, err.Error())
+		}
 		for peer, n := range before {
-			if n > 0 && now[peer] < n {
+			if err == nil && n > 0 && now[peer] < n {
 				missing = append(missing, fmt.Sprintf("%s (%d of %d prefixes)", peer, now[peer], n))
 			}
 		}
