@@ -105,6 +105,8 @@ func (a *actuator) Reconcile(ctx context.Context, log logr.Logger, ex *extension
 		return err
 	}
 	defer done()
+	// The spec this reconcile applies: status writes below refresh ex.
+	generation := ex.Generation
 	var raw []byte
 	if ex.Spec.ProviderConfig != nil {
 		raw = ex.Spec.ProviderConfig.Raw
@@ -187,7 +189,7 @@ func (a *actuator) Reconcile(ctx context.Context, log logr.Logger, ex *extension
 		}
 	}
 	done()
-	return a.waitUntilForwarding(ctx, log, ex, d.Generation, hibernated)
+	return a.waitUntilForwarding(ctx, log, ex, generation, d.Generation, hibernated)
 }
 
 // work takes one of the operator's workers for a reconcile's writes (each

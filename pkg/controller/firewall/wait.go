@@ -40,8 +40,8 @@ func maxWaiting(cfg Config) int {
 	return DefaultMaxWaiting
 }
 
-// errInterrupted ends a wait that a migration or deletion of the Extension
-// has overtaken: the controller handles one request per Extension at a time,
+// errInterrupted ends a wait that a migration, deletion or new spec of the
+// Extension has overtaken: the controller handles one request per Extension at a time,
 // so the wait must give way for them to run.
 var errInterrupted = errors.New("interrupted")
 
@@ -51,7 +51,7 @@ var errInterrupted = errors.New("interrupted")
 // Processing Extension, but gives up on one that reports an error). While it
 // waits, the last operation's description says what is missing. After the
 // ready timeout it returns an error that says so.
-func (a *actuator) waitUntilForwarding(ctx context.Context, log logr.Logger, ex *extensionsv1alpha1.Extension, written int64, hibernated bool) error {
+func (a *actuator) waitUntilForwarding(ctx context.Context, log logr.Logger, ex *extensionsv1alpha1.Extension, generation, written int64, hibernated bool) error {
 	// A shoot going into or staying in hibernation has no nodes that need the
 	// firewall, and its kube-apiserver (which the agent reads) goes away; on
 	// waking up, hibernation is off again before gardenlet reconciles this.
@@ -69,7 +69,7 @@ func (a *actuator) waitUntilForwarding(ctx context.Context, log logr.Logger, ex 
 	defer release()
 	var missing, described string
 	err = retryutils.UntilTimeout(ctx, a.config.ReadyPollInterval, a.config.ReadyTimeout, func(ctx context.Context) (bool, error) {
-		if err := a.interrupted(ctx, ex); err != nil {
+		if err := a.interrupted(ctx, ex, generation); err != nil {
 			return retryutils.SevereError(err)
 		}
 		ok, why, err := a.forwarding(ctx, ex.Namespace, written)
@@ -119,9 +119,9 @@ func (a *actuator) waitSlot(ex *extensionsv1alpha1.Extension) (release func(), e
 	}
 }
 
-// interrupted tells whether the Extension was deleted or a migration was
-// requested since this reconcile began.
-func (a *actuator) interrupted(ctx context.Context, ex *extensionsv1alpha1.Extension) error {
+// interrupted tells whether the Extension was deleted, a migration was
+// requested or its spec changed since this reconcile began.
+func (a *actuator) interrupted(ctx context.Context, ex *extensionsv1alpha1.Extension, generation int64) error {
 	current := &extensionsv1alpha1.Extension{}
 	if err := a.client.Get(ctx, client.ObjectKeyFromObject(ex), current); err != nil {
 		return client.IgnoreNotFound(err)
@@ -131,6 +131,11 @@ func (a *actuator) interrupted(ctx context.Context, ex *extensionsv1alpha1.Exten
 	}
 	if op := current.Annotations[v1beta1constants.GardenerOperation]; op == v1beta1constants.GardenerOperationMigrate {
 		return fmt.Errorf("a migration was requested: %w", errInterrupted)
+	}
+	// A new spec (the owner rolled back a bad image, say) is reconciled at
+	// once, not after the old one's firewall gave up.
+	if current.Generation != generation {
+		return fmt.Errorf("the Extension's spec changed (generation %d, this reconcile's %d): %w", current.Generation, generation, errInterrupted)
 	}
 	return nil
 }

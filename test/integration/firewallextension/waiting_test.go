@@ -1,6 +1,7 @@
 package firewallextension_test
 
 import (
+	"strings"
 	"time"
 
 	gardencorev1beta1 "github.com/gardener/gardener/pkg/apis/core/v1beta1"
@@ -12,6 +13,7 @@ import (
 	firewallv1alpha1 "github.com/metal-firewall/gardener-extension-firewall/pkg/apis/firewall/v1alpha1"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/constants"
 	firewallcontroller "github.com/metal-firewall/gardener-extension-firewall/pkg/controller/firewall"
+	"github.com/metal-firewall/gardener-extension-firewall/test/framework"
 )
 
 var _ = Describe("Extension firewall waits", func() {
@@ -76,5 +78,26 @@ var _ = Describe("Extension firewall waits", func() {
 		createShoot(ctx, seed, ex.Namespace)
 		Expect(seed.client.Create(ctx, ex)).To(Succeed())
 		Eventually(lastErrorOf(ctx, seed, ex)).Should(ContainSubstring("the firewall does not forward with its rules after 4s: "), stateOf(ctx, seed, ex))
+	})
+
+	It("gives way to a new spec while it waits: a rollback is written at once, not after the old firewall's timeout", func(ctx SpecContext) {
+		seed := startSeed("seed-respec", "", func(o *firewallcontroller.AddOptions) {
+			o.Config.ReadyTimeout = 5 * time.Minute
+		})
+		ex := newExtension("shoot--p--respec", providerConfig)
+		createShoot(ctx, seed, ex.Namespace)
+		Expect(seed.client.Create(ctx, ex)).To(Succeed())
+		Eventually(func(g Gomega) {
+			op, _ := lastOperationOf(ctx, seed, ex)
+			g.Expect(op).NotTo(BeNil())
+			g.Expect(op.Description).To(HavePrefix("Waiting for the firewall to forward with its rules"))
+		}).Should(Succeed(), stateOf(ctx, seed, ex))
+
+		Expect(framework.UpdateProviderConfig(ctx, seed.client, ex, []byte(strings.Replace(providerConfig, "10.250.0.0/16", "10.251.0.0/24", 1)))).To(Succeed())
+		Eventually(func(g Gomega) {
+			d := &firewallv1alpha1.FirewallDeployment{}
+			g.Expect(seed.client.Get(ctx, client.ObjectKey{Namespace: ex.Namespace, Name: constants.FirewallDeploymentName}, d)).To(Succeed())
+			g.Expect(d.Spec.Template.Spec.InternalPrefixes).To(ContainElement("10.251.0.0/24"))
+		}).Should(Succeed(), stateOf(ctx, seed, ex))
 	})
 })
