@@ -91,7 +91,9 @@ func newActuator(c, direct client.Client, cfg Config, recorder events.EventRecor
 	if cfg.ReadyPollInterval == 0 {
 		cfg.ReadyPollInterval = DefaultReadyPollInterval
 	}
-	cfg.MaxWaiting = maxWaiting(cfg)
+	if cfg.MaxWaiting <= 0 {
+		cfg.MaxWaiting = DefaultMaxWaiting
+	}
 	return &actuator{client: c, direct: direct, config: cfg, clock: clock.RealClock{}, recorder: recorder, waiting: newWaitSlots(cfg.MaxWaiting)}
 }
 

@@ -32,14 +32,6 @@ const DefaultReadyPollInterval = 5 * time.Second
 // once. Each costs a goroutine and a few reads of the cache per poll.
 const DefaultMaxWaiting = 200
 
-// maxWaiting is cfg's MaxWaiting or its default.
-func maxWaiting(cfg Config) int {
-	if cfg.MaxWaiting > 0 {
-		return cfg.MaxWaiting
-	}
-	return DefaultMaxWaiting
-}
-
 // errInterrupted ends a wait that a migration, deletion or new spec of the
 // Extension has overtaken: the controller handles one request per Extension at a time,
 // so the wait must give way for them to run.
