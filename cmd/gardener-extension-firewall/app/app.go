@@ -85,8 +85,7 @@ func Scheme() (*runtime.Scheme, error) {
 
 func run(ctx context.Context, opts *Options) error {
 	// Milliseconds, as Gardener's components log: events a second apart are told apart.
-	// Gardener's ManagedResource health check logs each failed check through
-	// the global logger, with a stack trace: once per object and state here.
+	// Gardener's health checks log every check: here each result once per change.
 	ctrl.SetLogger(healthcheck.ChangesOnly(zap.New(func(o *zap.Options) { o.TimeEncoder = zapcore.ISO8601TimeEncoder })))
 	cfg, err := restConfig(opts.Kubeconfig)
 	if err != nil {

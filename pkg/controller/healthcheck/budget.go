@@ -1,7 +1,6 @@
 package healthcheck
 
 import (
-	"github.com/go-logr/logr"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/flowcontrol"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -22,7 +21,6 @@ type budgetManager struct {
 	manager.Manager
 	client client.Client
 	config *rest.Config
-	logger logr.Logger
 }
 
 // GetClient returns the health checks' own client.
@@ -48,9 +46,5 @@ func withBudget(mgr manager.Manager, qps float32) (*budgetManager, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &budgetManager{Manager: mgr, client: c, config: cfg, logger: changesOnly(mgr.GetLogger())}, nil
+	return &budgetManager{Manager: mgr, client: c, config: cfg}, nil
 }
-
-// GetLogger returns the manager's logger, passing each Extension's health
-// check result only when it changed (logfilter.go).
-func (m *budgetManager) GetLogger() logr.Logger { return m.logger }

@@ -22,14 +22,13 @@ const (
 	maxFailures = 10000
 )
 
-// ChangesOnly is changesOnly for the process's global logger, through which
-// Gardener's ManagedResource check logs.
-func ChangesOnly(log logr.Logger) logr.Logger { return changesOnly(log) }
-
-// changesOnly returns log with a sink that passes a health check's result
+// ChangesOnly returns log with a sink that passes a health check's result
 // only when it differs from the last one logged for the same Extension, and
-// a failed check's error only the first time; everything else passes as it is.
-func changesOnly(log logr.Logger) logr.Logger {
+// a failed check's error only the first time; everything else passes as it
+// is. It belongs on the process's logger (ctrl.SetLogger): both Gardener's
+// health check reconciler (through the manager's logger, derived from it)
+// and its ManagedResource check (through the global logger) log there.
+func ChangesOnly(log logr.Logger) logr.Logger {
 	if log.GetSink() == nil {
 		return log
 	}

@@ -10,14 +10,14 @@ import (
 	. "github.com/onsi/gomega"
 )
 
-var _ = Describe("changesOnly", func() {
+var _ = Describe("ChangesOnly", func() {
 	var (
 		lines []string
 		log   logr.Logger
 	)
 	BeforeEach(func() {
 		lines = nil
-		log = changesOnly(funcr.New(func(_, args string) { lines = append(lines, args) }, funcr.Options{}).WithValues("controller", "healthcheck"))
+		log = ChangesOnly(funcr.New(func(_, args string) { lines = append(lines, args) }, funcr.Options{}).WithValues("controller", "healthcheck"))
 	})
 	// check logs as Gardener's health check reconciler does, for one Extension.
 	check := func(name string, status string, details string) {
