@@ -138,13 +138,7 @@ var _ = Describe("Extension firewall", func() {
 		createShoot(ctx, seedA, namespace)
 		ex := newExtension(namespace, `{"size":"s","image":"i","partition":"p","project":"p","networks":["n"],"internalPrefixes":["10.0.0/8"]}`)
 		Expect(seedA.client.Create(ctx, ex)).To(Succeed())
-		Eventually(func() string {
-			_ = seedA.client.Get(ctx, client.ObjectKeyFromObject(ex), ex)
-			if ex.Status.LastError == nil {
-				return ""
-			}
-			return ex.Status.LastError.Description
-		}).WithTimeout(time.Minute).Should(ContainSubstring(`providerConfig.internalPrefixes[0]: Invalid value: "10.0.0/8"`))
+		Eventually(lastErrorOf(ctx, seedA, ex)).WithTimeout(time.Minute).Should(ContainSubstring(`providerConfig.internalPrefixes[0]: Invalid value: "10.0.0/8"`))
 		Expect(seedA.client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: "firewall"}, &firewallv1alpha1.FirewallDeployment{})).To(Satisfy(apierrors.IsNotFound))
 
 		Eventually(func() error {

@@ -182,34 +182,30 @@ func booting() int {
 	return 100
 }
 
-// succeeded counts the Extensions in namespaces with the prefix whose last
-// operation succeeded.
-func succeeded(ctx context.Context, c client.Client, prefix string) int {
+// lastOperations counts the Extensions in namespaces with the prefix whose
+// last operation is in the state, with a description beginning with prefix
+// description ("": any).
+func lastOperations(ctx context.Context, c client.Client, prefix string, state gardencorev1beta1.LastOperationState, description string) int {
 	list := &extensionsv1alpha1.ExtensionList{}
 	Expect(c.List(ctx, list)).To(Succeed())
 	var n int
 	for _, ex := range list.Items {
-		if op := ex.Status.LastOperation; strings.HasPrefix(ex.Namespace, prefix) && op != nil && op.State == gardencorev1beta1.LastOperationStateSucceeded {
+		op := ex.Status.LastOperation
+		if strings.HasPrefix(ex.Namespace, prefix) && op != nil && op.State == state && strings.HasPrefix(op.Description, description) {
 			n++
 		}
 	}
 	return n
 }
 
-// waiting counts the Extensions in namespaces with the prefix whose
-// reconcile waits for the firewall.
+// succeeded counts the Extensions whose last operation succeeded.
+func succeeded(ctx context.Context, c client.Client, prefix string) int {
+	return lastOperations(ctx, c, prefix, gardencorev1beta1.LastOperationStateSucceeded, "")
+}
+
+// waiting counts the Extensions whose reconcile waits for the firewall.
 func waiting(ctx context.Context, c client.Client, prefix string) int {
-	list := &extensionsv1alpha1.ExtensionList{}
-	Expect(c.List(ctx, list)).To(Succeed())
-	var n int
-	for _, ex := range list.Items {
-		op := ex.Status.LastOperation
-		if strings.HasPrefix(ex.Namespace, prefix) && op != nil && op.State == gardencorev1beta1.LastOperationStateProcessing &&
-			strings.HasPrefix(op.Description, "Waiting for the firewall to forward") {
-			n++
-		}
-	}
-	return n
+	return lastOperations(ctx, c, prefix, gardencorev1beta1.LastOperationStateProcessing, "Waiting for the firewall to forward")
 }
 
 // heartbeats reports, as every firewall's agent would, a run against seed
