@@ -165,6 +165,11 @@ func (r *Reconciler) awaitDistance(ctx context.Context, d *firewallv1alpha1.Fire
 	}
 	if out, timeout := r.timedOut(d, w); out {
 		step.timedOut = timeout
+		if saidBefore(d, name) {
+			// An earlier reconcile of this generation went on already;
+			// later ones pass this step while the next one waits.
+			return step, nil
+		}
 		log.FromContext(ctx).Info("Going on without the distance of firewalls", "step", name, "timeout", timeout, "firewalls", w.describe())
 		if r.Recorder != nil {
 			r.Recorder.Eventf(d, nil, corev1.EventTypeWarning, "DistanceTimeout", "Roll", "%s: went on after %s without %s", name, timeout, w.describe())
@@ -173,6 +178,14 @@ func (r *Reconciler) awaitDistance(ctx context.Context, d *firewallv1alpha1.Fire
 	}
 	step.waiting = true
 	return step, nil
+}
+
+// saidBefore tells whether the DistanceInForce condition already says that
+// this generation's roll went on without the distance at the named step.
+func saidBefore(d *firewallv1alpha1.FirewallDeployment, step string) bool {
+	c := meta.FindStatusCondition(d.Status.Conditions, firewallv1alpha1.ConditionDistanceInForce)
+	return c != nil && c.Reason == reasonDistanceTimeout && c.ObservedGeneration == d.Generation &&
+		strings.HasPrefix(c.Message, step+": went on after ")
 }
 
 // report writes the DistanceInForce condition. That this generation's roll

@@ -10,8 +10,10 @@ import (
 	. "github.com/onsi/gomega"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/client-go/tools/events"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	testclock "k8s.io/utils/clock/testing"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
@@ -221,6 +223,57 @@ var _ = Describe("Reconciler", func() {
 		reconcileOnce()
 		Expect(names()).To(Equal([]string{newSet}))
 		Expect(sets()[0].Spec.Distance).To(Equal(firewallv1alpha1.ShortestDistance))
+	})
+
+	It("says once per step that a roll went on without a firewall's distance, not at every poll of the next step", func() {
+		start()
+		recorder := events.NewFakeRecorder(10)
+		r.Recorder, r.DistanceTimeout = recorder, time.Minute
+		// firewallOf gives the set a Firewall whose agent announces the
+		// distance the set had when it was made, and no other.
+		firewallOf := func(set string) {
+			GinkgoHelper()
+			s := &firewallv1alpha1.FirewallSet{}
+			Expect(c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: set}, s)).To(Succeed())
+			fw := &firewallv1alpha1.Firewall{ObjectMeta: metav1.ObjectMeta{Name: set + "-0", Namespace: namespace, Labels: s.Spec.Selector},
+				Spec: firewallv1alpha1.FirewallSpec{Distance: s.Spec.Distance}}
+			Expect(controllerutil.SetControllerReference(s, fw, c.Scheme())).To(Succeed())
+			Expect(c.Create(ctx, fw)).To(Succeed())
+			fw.Status.AgentStatus = &firewallv1alpha1.AgentStatus{DistanceSupported: true, Distance: ptr.To(s.Spec.Distance),
+				LastRunAgainstSeed: &metav1.Time{Time: clk.Now()}}
+			Expect(c.Status().Update(ctx, fw)).To(Succeed())
+		}
+		reconcileOnce()
+		old := names()[0]
+		markReady(old)
+		firewallOf(old)
+		reconcileOnce()
+
+		update(d, func() { d.Spec.Template.Spec.Image = "firewall-ubuntu-3.1" })
+		reconcileOnce()
+		newSet := sets()[1].Name
+		markReady(newSet)
+		firewallOf(newSet)
+		reconcileOnce()
+		Expect(sets()[0].Spec.Distance).To(Equal(firewallv1alpha1.LongestDistance))
+		Expect(recorder.Events).To(BeEmpty(), "waiting for the old firewall's 8")
+
+		clk.Step(2 * time.Minute)
+		reconcileOnce()
+		Expect(sets()[1].Spec.Distance).To(Equal(firewallv1alpha1.ShortestDistance), "went on without the old firewall's 8")
+		Expect(recorder.Events).To(Receive(ContainSubstring("the old sets take the longest distance: went on after 1m0s")))
+		for range 3 {
+			reconcileOnce()
+		}
+		Expect(names()).To(ConsistOf(old, newSet), "waiting for the new firewall's 0")
+		Expect(recorder.Events).To(BeEmpty(), "the first step's timeout was said already")
+
+		clk.Step(2 * time.Minute)
+		reconcileOnce()
+		Expect(names()).To(Equal([]string{newSet}))
+		Expect(recorder.Events).To(Receive(ContainSubstring("the new set takes the shortest distance: went on after 1m0s")))
+		reconcileOnce()
+		Expect(recorder.Events).To(BeEmpty())
 	})
 
 	It("creates the new set of a Recreate at the shortest distance", func() {
