@@ -134,8 +134,8 @@ type Agent struct {
 	devices atomic.Pointer[deviceSet]
 	// announcer announces the Firewall's distance, when the config has routing.
 	announcer *bgpdistance.Announcer
-	// noFRR tells that the machine has no FRR configuration to announce on.
-	noFRR bool
+	// distance applies the announcer's distances beside the rounds.
+	distance *distanceWorker
 	// internalMetrics serves the metrics on the internal address (config
 	// metrics), guarded by the table's input rules.
 	internalMetrics *metricsServer

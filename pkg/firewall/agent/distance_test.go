@@ -37,7 +37,9 @@ var _ = Describe("The distance the agent announces", func() {
 	// to wait for after a reload), anything else prints and exits.
 	program := func(name, exit string) string {
 		p := filepath.Join(dir, name)
-		Expect(os.WriteFile(p, []byte("#!/bin/sh\ncase \"$*\" in *'summary json'*) echo '{\"peers\":{}}'; exit 0;; esac\necho refused by "+name+"\nexit "+exit+"\n"), 0o755)).To(Succeed())
+		// Replaced whole: the agent's worker may run the old one meanwhile.
+		Expect(os.WriteFile(p+".new", []byte("#!/bin/sh\ncase \"$*\" in *'summary json'*) echo '{\"peers\":{}}'; exit 0;; esac\necho refused by "+name+"\nexit "+exit+"\n"), 0o755)).To(Succeed())
+		Expect(os.Rename(p+".new", p)).To(Succeed())
 		return p
 	}
 	firewall := func(distance int32) *fwv1alpha1.Firewall {
@@ -84,13 +86,30 @@ var _ = Describe("The distance the agent announces", func() {
 		_, d = agent.DistanceStatus(a)
 		Expect(d).To(HaveValue(BeEquivalentTo(3)), "the seed did not answer: the distance in force stays")
 
-		a.Vtysh = program("vtysh-refusing", "1")
+		program("vtysh", "1")
 		err = agent.AnnounceDistance(a, ctx, cfg, firewall(8))
-		Expect(err).To(MatchError(And(ContainSubstring("announcing distance 8: FRR refuses the configuration"), ContainSubstring("refused by vtysh-refusing"))))
+		Expect(err).To(MatchError(And(ContainSubstring("announcing distance 8: FRR refuses the configuration"), ContainSubstring("refused by vtysh"))))
 		after, err := os.ReadFile(cfg.Routing.FRRConfig)
 		Expect(err).NotTo(HaveOccurred())
 		Expect(after).To(Equal(data), "the old configuration stays")
 		_, d = agent.DistanceStatus(a)
 		Expect(d).To(HaveValue(BeEquivalentTo(3)), "and the old distance is reported")
+	})
+
+	It("does not hold the agent's round while FRR's reload takes long, and reports the old distance meanwhile", func(ctx context.Context) {
+		Expect(agent.AnnounceDistance(a, ctx, cfg, firewall(3))).To(Succeed())
+		started, release := filepath.Join(dir, "started"), filepath.Join(dir, "release")
+		// As FRR 8.4's reload in the lab: it takes longer than the heartbeat may pause.
+		Expect(os.WriteFile(a.FRRReload+".new", []byte("#!/bin/sh\n: >"+started+"\nwhile [ ! -e "+release+" ]; do sleep 0.05; done\n"), 0o755)).To(Succeed())
+		Expect(os.Rename(a.FRRReload+".new", a.FRRReload)).To(Succeed())
+
+		Expect(agent.AskDistance(a, ctx, cfg, firewall(8))).To(Succeed())
+		Eventually(func() string { return started }).Should(BeAnExistingFile())
+		_, d := agent.DistanceStatus(a)
+		Expect(d).To(HaveValue(BeEquivalentTo(3)), "the round went on while the reload runs, reporting the distance in force")
+		Expect(agent.AskDistance(a, ctx, cfg, firewall(8))).To(Succeed(), "a round asks again meanwhile")
+
+		Expect(os.WriteFile(release, nil, 0o644)).To(Succeed())
+		Eventually(func() *int32 { _, d := agent.DistanceStatus(a); return d }).Should(HaveValue(BeEquivalentTo(8)))
 	})
 })

@@ -1,6 +1,8 @@
 package agent
 
 import (
+	"context"
+
 	agentconfigv1alpha1 "github.com/metal-firewall/gardener-extension-firewall/pkg/apis/agentconfig/v1alpha1"
 	fwv1alpha1 "github.com/metal-firewall/gardener-extension-firewall/pkg/apis/firewall/v1alpha1"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/firewall/netdev"
@@ -17,8 +19,19 @@ var ReadDevices = func(cfg *agentconfigv1alpha1.Config, read func([]string) ([]n
 	return devicesOf(cfg).read(read)
 }
 
-// AnnounceDistance and DistanceStatus are the agent's distance, for the tests.
+// AskDistance and DistanceStatus are the agent's distance, for the tests.
 var (
-	AnnounceDistance = (*Agent).announceDistance
-	DistanceStatus   = (*Agent).distanceStatus
+	AskDistance    = (*Agent).announceDistance
+	DistanceStatus = (*Agent).distanceStatus
 )
+
+// AnnounceDistance asks for fw's distance and waits until it was tried: the
+// error is that try's.
+func AnnounceDistance(a *Agent, ctx context.Context, cfg *agentconfigv1alpha1.Config, fw *fwv1alpha1.Firewall) error {
+	a.announceDistance(ctx, cfg, fw)
+	if a.distance == nil {
+		return nil
+	}
+	a.distance.wait()
+	return a.announceDistance(ctx, cfg, nil)
+}

@@ -33,8 +33,8 @@ const commandTimeout = 2 * time.Minute
 // maxOutput bounds what of a failed command's output goes into an error.
 const maxOutput = 512
 
-// Announcer keeps the distance of a Firewall announced. It is safe for use
-// by one goroutine at a time.
+// Announcer keeps the distance of a Firewall announced. Announce calls run
+// one at a time; InForce answers at once, also while one runs.
 type Announcer struct {
 	// ConfigPath is FRR's configuration; DefaultConfigPath when empty.
 	ConfigPath string
@@ -48,7 +48,10 @@ type Announcer struct {
 	// DefaultSettleTimeout when 0.
 	SettleStable, SettleTimeout time.Duration
 
+	// mu serializes Announce.
 	mu sync.Mutex
+	// state guards inForce and started.
+	state sync.Mutex
 	// inForce is the distance FRR runs with, -1 before the first apply.
 	inForce int
 	started bool
@@ -56,8 +59,8 @@ type Announcer struct {
 
 // InForce is the distance FRR runs with, if the announcer applied one.
 func (a *Announcer) InForce() (int32, bool) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
+	a.state.Lock()
+	defer a.state.Unlock()
 	if !a.started || a.inForce < 0 {
 		return 0, false
 	}
@@ -74,9 +77,12 @@ func (a *Announcer) InForce() (int32, bool) {
 func (a *Announcer) Announce(ctx context.Context, distance int) error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	a.state.Lock()
 	if !a.started {
 		a.started, a.inForce = true, -1
 	}
+	current := a.inForce
+	a.state.Unlock()
 	path := or(a.ConfigPath, DefaultConfigPath)
 	old, err := os.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -89,7 +95,7 @@ func (a *Announcer) Announce(ctx context.Context, distance int) error {
 	if err != nil {
 		return fmt.Errorf("FRR's configuration %s: %w", path, err)
 	}
-	if want == string(old) && a.inForce == distance {
+	if want == string(old) && current == distance {
 		return nil
 	}
 	info, err := os.Stat(path)
@@ -121,22 +127,28 @@ func (a *Announcer) Announce(ctx context.Context, distance int) error {
 				_ = a.run(ctx, or(a.Reload, DefaultReload), "--reload", path)
 			}
 		}
-		a.inForce = -1
+		a.setInForce(-1)
 		return reloadErr
 	}
 	// bgpd re-evaluates changed route-maps on its route-map timer (5 s by
 	// default); a soft refresh sends the routes with the new AS path now,
 	// without resetting a session.
 	if err := a.run(ctx, or(a.Vtysh, DefaultVtysh), "-c", "clear bgp l2vpn evpn * soft out"); err != nil {
-		a.inForce = -1
+		a.setInForce(-1)
 		return fmt.Errorf("sending the routes with distance %d: %w", distance, err)
 	}
 	if err := a.settle(ctx, before); err != nil {
-		a.inForce = -1
+		a.setInForce(-1)
 		return fmt.Errorf("distance %d: %w", distance, err)
 	}
-	a.inForce = distance
+	a.setInForce(distance)
 	return nil
+}
+
+func (a *Announcer) setInForce(distance int) {
+	a.state.Lock()
+	defer a.state.Unlock()
+	a.inForce = distance
 }
 
 func (a *Announcer) run(ctx context.Context, name string, args ...string) error {
