@@ -232,15 +232,17 @@ func (a *Agent) Run(ctx context.Context) error {
 	}
 	a.firstBoot = a.startTable()
 	var sourceTick <-chan time.Time
+	synced := false
 	if src != nil || a.shoot != nil || a.metal != nil {
 		t := time.NewTicker(a.sourceInterval(src != nil || a.shoot != nil))
 		defer t.Stop()
 		sourceTick = t.C
 		// A restart must not flush the rules in force: nothing is applied
 		// until the seed, the shoot or the metal-api have said what to enforce.
-		a.syncSources(ctx, src, cfg)
+		synced = a.syncSources(ctx, src, cfg)
 	}
-	if a.ready(cfg) {
+	// Once is enough: what the sources said is in force already.
+	if !synced && a.ready(cfg) {
 		if err := a.applyLogged(cfg, "startup"); err != nil {
 			return err
 		}

@@ -40,10 +40,10 @@ type sourceState struct {
 // any of them changed, and reports back:
 // the heartbeat to the seed, each policy's state and the FirewallMonitor to
 // the shoot. Losing a source keeps the ruleset in force; a failed apply is
-// retried next time.
-func (a *Agent) syncSources(ctx context.Context, src *seedsource.Source, cfg *agentconfigv1alpha1.Config) {
+// retried next time. It tells whether the round applied a ruleset.
+func (a *Agent) syncSources(ctx context.Context, src *seedsource.Source, cfg *agentconfigv1alpha1.Config) bool {
 	r := a.readSources(ctx, src, cfg)
-	applyErr := a.applySources(cfg, r)
+	applied, applyErr := a.applySources(cfg, r)
 	distanceErr := a.announceDistance(ctx, cfg, r.seed.fw)
 	if c := cfg.Controllers.Firewall; c != nil && c.Source == agentconfigv1alpha1.SourceSeed {
 		a.offerUpdate(ctx, cfg, r.seed.fw)
@@ -51,6 +51,7 @@ func (a *Agent) syncSources(ctx context.Context, src *seedsource.Source, cfg *ag
 	a.reportSources(ctx, cfg, r, applyErr, distanceErr)
 	// After the heartbeat, which tells that the agent is switching.
 	a.switchUpdate()
+	return applied
 }
 
 // readSources reads every source the config uses into the agent's inputs.
@@ -87,10 +88,11 @@ func (a *Agent) readSources(ctx context.Context, src *seedsource.Source, cfg *ag
 
 // applySources applies once when a source delivered something new and every
 // source the config uses has answered; until then the ruleset in force
-// stays. A failed apply forgets what the round read.
-func (a *Agent) applySources(cfg *agentconfigv1alpha1.Config, r *round) error {
+// stays. A failed apply forgets what the round read. It tells whether it
+// applied.
+func (a *Agent) applySources(cfg *agentconfigv1alpha1.Config, r *round) (bool, error) {
 	if !r.changed || !a.ready(cfg) {
-		return nil
+		return false, nil
 	}
 	err := a.applyLogged(cfg, "sources changed")
 	if err != nil {
@@ -100,7 +102,7 @@ func (a *Agent) applySources(cfg *agentconfigv1alpha1.Config, r *round) error {
 			a.metal.Forget()
 		}
 	}
-	return err
+	return err == nil, err
 }
 
 // reportSources tells the sources how the round went: the heartbeat to the
