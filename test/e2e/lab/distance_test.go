@@ -352,8 +352,22 @@ func (e *labEnv) describeRoll(ctx context.Context) string {
 		if a := fw.Status.AgentStatus; a != nil {
 			announced = fmt.Sprintf("announces %v (supported %t), agent message %q", ptr.Deref(a.Distance, -1), a.DistanceSupported, a.Message)
 		}
-		fmt.Fprintf(&s, "%s: image %s, deleting %t, Ready %t, distance %d, %s\n", fw.Name, fw.Spec.Image, fw.DeletionTimestamp != nil,
-			meta.IsStatusConditionTrue(fw.Status.Conditions, firewallv1alpha1.ConditionReady), fw.Spec.Distance, announced)
+		ready := "Ready not reported"
+		if c := meta.FindStatusCondition(fw.Status.Conditions, firewallv1alpha1.ConditionReady); c != nil {
+			ready = fmt.Sprintf("Ready=%s (%s) since %s", c.Status, c.Message, c.LastTransitionTime.UTC().Format(time.TimeOnly))
+		}
+		fmt.Fprintf(&s, "%s: image %s, deleting %t, %s, distance %d, %s\n", fw.Name, fw.Spec.Image, fw.DeletionTimestamp != nil,
+			ready, fw.Spec.Distance, announced)
+		// The agent's own last words say why it stopped reporting.
+		if fw.Status.MachineStatus != nil {
+			if m := e.hw.Machine(fw.Status.MachineStatus.MachineID); m != nil {
+				out, err := m.Exec(ctx, "journalctl --no-pager -o short-iso -n 15 -u firewall-agent.service")
+				fmt.Fprintf(&s, "  its agent's journal (%v):\n%s\n", err, out)
+			}
+		}
 	}
+	// The leaf's FRR 8.4 may have lost the firewalls' router MACs.
+	out, err := e.l.Run(ctx, "vtysh -c 'show evpn rmac vni all'")
+	fmt.Fprintf(&s, "the leaf's router MACs (%v):\n%s\n", err, out)
 	return s.String()
 }

@@ -34,7 +34,6 @@ import (
 
 	agentconfigv1alpha1 "github.com/metal-firewall/gardener-extension-firewall/pkg/apis/agentconfig/v1alpha1"
 	firewallv1alpha1 "github.com/metal-firewall/gardener-extension-firewall/pkg/apis/firewall/v1alpha1"
-	firewallmanager "github.com/metal-firewall/gardener-extension-firewall/pkg/controller/manager"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/controller/manager/machine"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/controller/manager/machine/metal"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/firewall/dnsproxy/dnsproxytest"
@@ -428,7 +427,12 @@ var _ = Describe("Firewall machines in the lab", Ordered, func() {
 	})
 
 	It("installs the agent onto the stock image through the userdata, checking its SHA-512 and the operator's signature", func(ctx SpecContext) {
-		Expect(framework.UpdateProviderConfig(ctx, cSeed, ex, providerConfig(stockImage, env.stockRelease()))).To(Succeed())
+		// Recreate: after the distance changes of a rolling update with two
+		// firewalls, the lab's leaf (Debian's FRR 8.4) at times drops the
+		// router MACs of both (no traffic to them until their BGP session is
+		// reset; docs/development/benchmarks.md). The rolling update is
+		// measured by the LAB_DISTANCE specs; this one is about the install.
+		Expect(framework.UpdateProviderConfig(ctx, cSeed, ex, providerConfig(stockImage, env.stockRelease()+`,"strategy":"Recreate"`))).To(Succeed())
 		var fw *firewallv1alpha1.Firewall
 		Eventually(func(g Gomega) {
 			fw = readyOn(ctx, stockImage)(g)
@@ -439,10 +443,7 @@ var _ = Describe("Firewall machines in the lab", Ordered, func() {
 		Expect(exec(ctx, m, "/usr/local/bin/firewall-agent --version")).To(Equal("firewall-agent " + agentVersion))
 		Expect(exec(ctx, m, "journalctl --no-pager -u firewall-agent-install.service")).To(ContainSubstring("Signature Verified Successfully"))
 		Expect(exec(ctx, m, "ls "+agentconfigv1alpha1.ReleaseDir+" 2>&1 || true")).To(ContainSubstring("No such file"))
-		// Each of the roll's two steps may wait distanceTimeout for the
-		// agents before it goes on; then the old firewall is deleted.
-		Eventually(func() []firewallv1alpha1.Firewall { return firewalls(ctx) }).WithTimeout(2*firewallmanager.DefaultDistanceTimeout+3*time.Minute).
-			Should(HaveLen(1), func() string { return "the old firewall is gone:\n" + env.describeRoll(ctx) })
+		Expect(firewalls(ctx)).To(HaveLen(1), func() string { return "the old firewall went first:\n" + env.describeRoll(ctx) })
 		GinkgoWriter.Printf("the roll onto the stock image: %s", env.describeRoll(ctx))
 		flowing(lab.ToHostAllowed)
 		Expect(probes.Forbidden()).To(Succeed())
