@@ -410,7 +410,12 @@ var _ = Describe("Firewall machines in the lab", Ordered, func() {
 		}).WithTimeout(5 * time.Minute).WithPolling(2 * time.Second).Should(Succeed())
 		Expect(exec(ctx, failing, "systemctl is-failed firewall-agent-boot.service || true")).To(Equal("failed"))
 		for _, unit := range []string{"frr.service", "systemd-networkd.service"} {
-			Expect(exec(ctx, failing, "systemctl is-active "+unit+" || true")).To(Equal("inactive"), "no BGP, no interfaces without the boot step")
+			Expect(exec(ctx, failing, "systemctl is-active "+unit+" || true")).To(Equal("inactive"), func() string {
+				// Who started it, and whether the drop-in that requires the boot step was there.
+				out, _ := failing.Exec(ctx, "systemctl status --no-pager "+unit+"; systemctl show -p Requires,After,DropInPaths "+unit+
+					"; journalctl --no-pager -o short-iso -b -u "+unit+" -u firewall-agent-boot.service | tail -40")
+				return "no BGP, no interfaces without the boot step: " + unit + " on " + failing.Name + ":\n" + out
+			})
 		}
 		Expect(l.Run(ctx, "vtysh -c 'show bgp neighbors "+failing.Port()+"' | grep 'BGP state'")).NotTo(ContainSubstring("Established"))
 		flowing(lab.ToHostAllowed) // through the firewall that works
