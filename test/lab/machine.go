@@ -115,11 +115,14 @@ func (m *Machine) IgnitionLog(ctx context.Context) (string, error) {
 
 // Boot starts the machine: its lan0 to the leaf (once), then the container,
 // in a unit of its own that a reboot of the container restarts (nspawn
-// exits 133 when the container reboots).
+// exits 133 when the container reboots). A leaf port of a deleted machine
+// whose namespace the kernel has not torn down yet is not this machine's:
+// it goes, and the pair is made anew.
 func (m *Machine) Boot(ctx context.Context) error {
 	s := fmt.Sprintf(`set -eu
 ip netns add %[1]s 2>/dev/null || true
-if ! ip link show %[2]s >/dev/null 2>&1; then
+if ! ip -n %[1]s link show lan0 >/dev/null 2>&1; then
+  ip link del %[2]s 2>/dev/null || true
   ip link add %[2]s type veth peer name lan0 netns %[1]s
   ip link set %[2]s mtu 9216 up
   ip -n %[1]s link set lan0 mtu 9216
@@ -190,15 +193,18 @@ func (m *Machine) initPID(ctx context.Context) (string, error) {
 	return strings.TrimSpace(out), err
 }
 
-// Delete stops the machine and removes it with its network namespace (and
-// with that its lan0 and the leaf's port).
+// Delete stops the machine and removes it with its leaf port and network
+// namespace. The port goes first and at once: the kernel tears a namespace
+// down in the background, and a port left to that would still be there
+// when the next machine takes its number.
 func (m *Machine) Delete(ctx context.Context) error {
 	s := fmt.Sprintf(`systemctl stop %[1]s 2>/dev/null || true
 systemctl reset-failed %[1]s 2>/dev/null || true
 umount %[2]s 2>/dev/null || true
 rm -rf %[3]s
+ip link del %[5]s 2>/dev/null || true
 ip netns del %[4]s 2>/dev/null || true
-`, m.unit(), m.root(), m.state(), m.netns())
+`, m.unit(), m.root(), m.state(), m.netns(), m.Port())
 	if _, err := m.lab.Run(ctx, s); err != nil {
 		return err
 	}
