@@ -414,7 +414,8 @@ var _ = Describe("Firewall machines in the lab", Ordered, func() {
 				// Who started it, and whether the drop-in that requires the boot step was there.
 				out, _ := failing.Exec(ctx, "systemctl status --no-pager "+unit+"; systemctl show -p Requires,After,DropInPaths "+unit+
 					"; journalctl --no-pager -o short-iso -b -u "+unit+" -u firewall-agent-boot.service | tail -40")
-				return "no BGP, no interfaces without the boot step: " + unit + " on " + failing.Name + ":\n" + out
+				ign, _ := failing.IgnitionLog(ctx)
+				return "no BGP, no interfaces without the boot step: " + unit + " on " + failing.Name + ":\n" + out + "\nignition's log:\n" + ign
 			})
 		}
 		Expect(l.Run(ctx, "vtysh -c 'show bgp neighbors "+failing.Port()+"' | grep 'BGP state'")).NotTo(ContainSubstring("Established"))
