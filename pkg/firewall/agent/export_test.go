@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"time"
 
 	agentconfigv1alpha1 "github.com/metal-firewall/gardener-extension-firewall/pkg/apis/agentconfig/v1alpha1"
 	fwv1alpha1 "github.com/metal-firewall/gardener-extension-firewall/pkg/apis/firewall/v1alpha1"
@@ -34,4 +35,12 @@ func AnnounceDistance(a *Agent, ctx context.Context, cfg *agentconfigv1alpha1.Co
 	}
 	a.distance.wait()
 	return a.announceDistance(ctx, cfg, nil)
+}
+
+// LookForDelivery tells whether the agent, whose seed has failed since
+// failingSince (zero: the first failure), asks the shoot for a delivery
+// after the seed's error err.
+func LookForDelivery(a *Agent, failingSince time.Time, err error) bool {
+	a.seedFailingSince = failingSince
+	return a.lookForDelivery(err)
 }
