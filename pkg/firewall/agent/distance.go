@@ -15,7 +15,8 @@ import (
 // reload and the wait for bgpd to send its routes again take a minute or
 // more on a busy machine, and the heartbeat must go on meanwhile (the
 // manager counts a firewall without one for a minute as not Ready, and a
-// roll then stops).
+// roll then stops). Only while no distance is in force yet does a round
+// wait for it.
 type distanceWorker struct {
 	// jobs holds the latest distance asked for; a newer one replaces it.
 	jobs chan distanceJob
@@ -54,6 +55,12 @@ func (a *Agent) announceDistance(ctx context.Context, cfg *agentconfigv1alpha1.C
 	w := a.distanceWorker(ctx)
 	if fw != nil {
 		w.ask(distanceJob{announcer: a.announcer, distance: int(fw.Spec.Distance)})
+		if _, inForce := a.announcer.InForce(); !inForce {
+			// The first one holds the round, as all did before: its reload
+			// withdraws the routes for seconds, and the first heartbeat,
+			// which makes the firewall Ready, must come after that.
+			w.wait()
+		}
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()

@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -111,5 +112,19 @@ var _ = Describe("The distance the agent announces", func() {
 
 		Expect(os.WriteFile(release, nil, 0o644)).To(Succeed())
 		Eventually(func() *int32 { _, d := agent.DistanceStatus(a); return d }).Should(HaveValue(BeEquivalentTo(8)))
+	})
+
+	It("holds the round until the first distance is in force: the first heartbeat, which makes the firewall Ready, comes after FRR's reload", func(ctx context.Context) {
+		started, release := filepath.Join(dir, "started"), filepath.Join(dir, "release")
+		Expect(os.WriteFile(a.FRRReload+".new", []byte("#!/bin/sh\n: >"+started+"\nwhile [ ! -e "+release+" ]; do sleep 0.05; done\n"), 0o755)).To(Succeed())
+		Expect(os.Rename(a.FRRReload+".new", a.FRRReload)).To(Succeed())
+		returned := make(chan error, 1)
+		go func() { returned <- agent.AskDistance(a, ctx, cfg, firewall(0)) }()
+		Eventually(func() string { return started }).Should(BeAnExistingFile())
+		Consistently(returned, 300*time.Millisecond).ShouldNot(Receive(), "the round waits for the reload")
+		Expect(os.WriteFile(release, nil, 0o644)).To(Succeed())
+		Eventually(returned).Should(Receive(BeNil()))
+		_, d := agent.DistanceStatus(a)
+		Expect(d).To(HaveValue(BeEquivalentTo(0)))
 	})
 })
