@@ -408,15 +408,21 @@ var _ = Describe("Firewall machines in the lab", Ordered, func() {
 			g.Expect(failing).NotTo(BeNil())
 			g.Expect(failing.WaitBooted(ctx)).To(Equal("degraded"))
 		}).WithTimeout(5 * time.Minute).WithPolling(2 * time.Second).Should(Succeed())
-		Expect(exec(ctx, failing, "systemctl is-failed firewall-agent-boot.service || true")).To(Equal("failed"))
-		for _, unit := range []string{"frr.service", "systemd-networkd.service"} {
-			Expect(exec(ctx, failing, "systemctl is-active "+unit+" || true")).To(Equal("inactive"), func() string {
-				// Who started it, and whether the drop-in that requires the boot step was there.
-				out, _ := failing.Exec(ctx, "systemctl status --no-pager "+unit+"; systemctl show -p Requires,After,DropInPaths "+unit+
+		// What the machine did with its userdata, for a failure: which units
+		// failed, whether the boot step and the drop-ins were there, who
+		// started a unit, and ignition's log.
+		explain := func(unit string) func() string {
+			return func() string {
+				out, _ := failing.Exec(ctx, "systemctl --failed --no-pager; systemctl status --no-pager firewall-agent-boot.service "+unit+
+					"; systemctl show -p Requires,After,DropInPaths "+unit+
 					"; journalctl --no-pager -o short-iso -b -u "+unit+" -u firewall-agent-boot.service | tail -40")
 				ign, _ := failing.IgnitionLog(ctx)
 				return "no BGP, no interfaces without the boot step: " + unit + " on " + failing.Name + ":\n" + out + "\nignition's log:\n" + ign
-			})
+			}
+		}
+		Expect(exec(ctx, failing, "systemctl is-failed firewall-agent-boot.service || true")).To(Equal("failed"), explain("firewall-agent-boot.service"))
+		for _, unit := range []string{"frr.service", "systemd-networkd.service"} {
+			Expect(exec(ctx, failing, "systemctl is-active "+unit+" || true")).To(Equal("inactive"), explain(unit))
 		}
 		Expect(l.Run(ctx, "vtysh -c 'show bgp neighbors "+failing.Port()+"' | grep 'BGP state'")).NotTo(ContainSubstring("Established"))
 		flowing(lab.ToHostAllowed) // through the firewall that works
