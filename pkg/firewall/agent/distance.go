@@ -123,7 +123,8 @@ func (w *distanceWorker) run(ctx context.Context, a *Agent) {
 	}
 }
 
-// wait returns once every distance asked for so far was tried (tests).
+// wait returns once every distance asked for so far was tried: a round
+// waits so for the first distance, and the tests for theirs.
 func (w *distanceWorker) wait() {
 	w.mu.Lock()
 	defer w.mu.Unlock()
