@@ -61,9 +61,6 @@ const (
 	AgentShootRoleName = "firewall-agent"
 	// AgentShootClusterRoleName is the agent's ClusterRole in the shoot (reading Services).
 	AgentShootClusterRoleName = "firewall.metal-firewall.io:agent"
-	// AgentDropTokenRoleName is the agent's Role in the shoot's kube-system
-	// that lets it mint its own tokens for the drop receiver's audience.
-	AgentDropTokenRoleName = "firewall.metal-firewall.io:agent-drop-token"
 	// DroptailerClusterRoleName lets the shoot's drop receiver review tokens.
 	DroptailerClusterRoleName = "firewall.metal-firewall.io:droptailer"
 	// DropReceiverName is the drop receiver's Deployment, Service and
@@ -88,12 +85,9 @@ const (
 	// shoot namespaces (the drop receiver's CA and certificate), apart from
 	// gardenlet's.
 	SecretsManagerIdentity = "extension-firewall"
-	// DropAudience is the audience of the tokens the agent sends to the
-	// receiver and the only one the receiver accepts: the shoot's API
-	// rejects such tokens.
-	DropAudience = "firewall-drop.metal-firewall.io"
 	// AgentShootPolicyName is the shoot's ValidatingAdmissionPolicy (and its
-	// binding) that bounds the tokens and EndpointSlices the agent writes.
+	// binding) that refuses the agent any token and bounds the EndpointSlices
+	// it writes.
 	AgentShootPolicyName = "firewall-agent.metal-firewall.io"
 	// MetalStackPolicyGroup is the API group of metal-stack's firewall-
 	// controller, whose ClusterwideNetworkPolicies (version v1) the agent

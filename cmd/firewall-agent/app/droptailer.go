@@ -31,7 +31,7 @@ func newDroptailerCommand() *cobra.Command {
 		Short: "Receive the firewall's logged packets in the shoot and print them as JSON lines",
 		Long: `droptailer runs in the shoot (namespace firewall). It takes batches of logged
 packets from the firewall agents over HTTPS, checks each agent's token with a
-TokenReview (audience ` + droplog.Audience + `, user among --allowed-user)
+TokenReview (the shoot API's own audiences, user among --allowed-user)
 and prints one JSON line per event to stdout.`,
 		Args:          cobra.NoArgs,
 		SilenceUsage:  true,

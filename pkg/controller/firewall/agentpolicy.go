@@ -13,17 +13,13 @@ import (
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/constants"
 )
 
-// agentTokenSeconds is the longest token the agent may mint for the drop
-// receiver: what it asks for (the API's minimum).
-const agentTokenSeconds = 600
-
 // agentShootPolicy bounds, in the shoot's kube-apiserver, what RBAC cannot:
-// the agent's ServiceAccount mints tokens only for the drop receiver's
-// audience and for 10 minutes (RBAC's create on serviceaccounts/token would
-// let a stolen shoot token mint a long-lived one), and writes EndpointSlices
-// only of its metrics Service (not of the drop receiver's, which would
-// redirect what the agents send). Shoots are Kubernetes >= 1.32 under
-// Gardener v1.150, so ValidatingAdmissionPolicy is GA there.
+// the agent's ServiceAccount writes EndpointSlices only of its metrics
+// Service (not of the drop receiver's, which would redirect what the agents
+// send), and gets no token whatever RBAC someone binds to it later (a stolen
+// shoot credential that mints one would outlive its own expiry). Shoots are
+// Kubernetes >= 1.32 under Gardener v1.150, so ValidatingAdmissionPolicy is
+// GA there.
 func agentShootPolicy() []client.Object {
 	agent := serviceaccount.MakeUsername(metav1.NamespaceSystem, constants.AgentServiceAccountName)
 	return []client.Object{
@@ -46,12 +42,8 @@ func agentShootPolicy() []client.Object {
 				}},
 				Validations: []admissionregistrationv1.Validation{
 					{
-						Expression: fmt.Sprintf("request.resource.resource != 'serviceaccounts' || (has(object.spec.audiences) && object.spec.audiences == ['%s'])", constants.DropAudience),
-						Message:    fmt.Sprintf("the firewall agent mints tokens for the audience %s only", constants.DropAudience),
-					},
-					{
-						Expression: fmt.Sprintf("request.resource.resource != 'serviceaccounts' || (has(object.spec.expirationSeconds) && object.spec.expirationSeconds <= %d)", agentTokenSeconds),
-						Message:    fmt.Sprintf("the firewall agent mints tokens of at most %d seconds", agentTokenSeconds),
+						Expression: "request.resource.resource != 'serviceaccounts'",
+						Message:    "the firewall agent mints no tokens: it sends its shoot credential, which Gardener renews",
 					},
 					{
 						Expression: fmt.Sprintf("request.resource.resource != 'endpointslices' || "+

@@ -18,13 +18,11 @@ import (
 // droptailerObjects are the receiver of the logged packets in the shoot's
 // firewall namespace (firewall-agent droptailer from image) and what the
 // agent needs to reach it: the receiver may only review tokens; the agent
-// may find the receiver's endpoints, mint tokens of its own ServiceAccount
-// for the receiver's audience, and read the CA bundle it verifies the
-// receiver's certificate (tls) with.
+// may find the receiver's endpoints and read the CA bundle it verifies the
+// receiver's certificate (tls) with; it sends its shoot credential.
 func droptailerObjects(image string, tls *ReceiverTLS) []client.Object {
 	ns, name := constants.ShootNamespace, constants.DropReceiverName
 	labels := map[string]string{"app": name}
-	agentSA := rbacv1.Subject{Kind: rbacv1.ServiceAccountKind, Name: constants.AgentServiceAccountName, Namespace: metav1.NamespaceSystem}
 	tlsData := map[string][]byte{corev1.TLSCertKey: tls.CertPEM, corev1.TLSPrivateKeyKey: tls.KeyPEM}
 	return []client.Object{
 		&corev1.Secret{
@@ -47,17 +45,6 @@ func droptailerObjects(image string, tls *ReceiverTLS) []client.Object {
 			ObjectMeta: metav1.ObjectMeta{Name: constants.DroptailerClusterRoleName},
 			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: constants.DroptailerClusterRoleName},
 			Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: name, Namespace: ns}},
-		},
-		// The agent's own token, for the receiver's audience only.
-		&rbacv1.Role{
-			ObjectMeta: metav1.ObjectMeta{Name: constants.AgentDropTokenRoleName, Namespace: metav1.NamespaceSystem},
-			Rules: []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"serviceaccounts/token"},
-				ResourceNames: []string{constants.AgentServiceAccountName}, Verbs: []string{"create"}}},
-		},
-		&rbacv1.RoleBinding{
-			ObjectMeta: metav1.ObjectMeta{Name: constants.AgentDropTokenRoleName, Namespace: metav1.NamespaceSystem},
-			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: constants.AgentDropTokenRoleName},
-			Subjects:   []rbacv1.Subject{agentSA},
 		},
 		&appsv1.Deployment{
 			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: labels},

@@ -6,11 +6,9 @@ import (
 	"net"
 	"os"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
-	authenticationv1 "k8s.io/api/authentication/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
@@ -21,9 +19,6 @@ import (
 
 // Names in the shoot.
 const (
-	// Audience is the audience of the tokens the agent sends and the only
-	// one the receiver accepts: the shoot's API rejects such tokens.
-	Audience = constants.DropAudience
 	// ReceiverName is the receiver's Deployment, Service and
 	// ServiceAccount in the shoot's firewall namespace.
 	ReceiverName = constants.DropReceiverName
@@ -33,20 +28,15 @@ const (
 	ReceiverPort = constants.DropReceiverPort
 )
 
-// tokenSeconds is how long a token lives (the API's minimum is 10 minutes).
-const tokenSeconds = 600
-
 // Shoot reaches the shoot with the agent's kubeconfig, read from the file
-// at every use (its token is renewed behind the agent's back): it mints the
-// audience-bound tokens and finds the receiver.
+// at every use (its token is renewed behind the agent's back): it finds the
+// receiver and its CA, and gives the token the receiver checks.
 type Shoot struct {
 	Kubeconfig string
 	// Namespace holds the receiver's Service.
 	Namespace string
 
 	mu     sync.Mutex
-	token  string
-	renew  time.Time
 	client kubernetes.Interface
 	loaded []byte
 	// url is the receiver found last, until urlUntil.
@@ -79,47 +69,23 @@ func (s *Shoot) connect() (kubernetes.Interface, error) {
 	return c, nil
 }
 
-// Token returns a token of the agent's own ServiceAccount for Audience,
-// requested anew when half its life is gone.
-func (s *Shoot) Token(ctx context.Context) (string, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.token != "" && time.Now().Before(s.renew) {
-		return s.token, nil
-	}
-	c, err := s.connect()
+// Token returns the bearer token of the agent's shoot kubeconfig: the
+// token of its ServiceAccount that Gardener's TokenRequestor renews in the
+// seed. The agent mints none (its shoot identity may not), so a stolen shoot
+// credential ends with its own expiry.
+func (s *Shoot) Token(context.Context) (string, error) {
+	data, err := os.ReadFile(s.Kubeconfig)
 	if err != nil {
 		return "", err
 	}
-	// The agent's identity as the shoot knows it: no permission needed.
-	review, err := c.AuthenticationV1().SelfSubjectReviews().Create(ctx, &authenticationv1.SelfSubjectReview{}, metav1.CreateOptions{})
+	cfg, err := clientcmd.RESTConfigFromKubeConfig(data)
 	if err != nil {
-		return "", fmt.Errorf("who am I: %w", err)
+		return "", fmt.Errorf("shoot kubeconfig %s: %w", s.Kubeconfig, err)
 	}
-	ns, name, ok := serviceAccountOf(review.Status.UserInfo.Username)
-	if !ok {
-		return "", fmt.Errorf("the shoot credential is %q, not a ServiceAccount's", review.Status.UserInfo.Username)
+	if cfg.BearerToken == "" {
+		return "", fmt.Errorf("shoot kubeconfig %s: no bearer token", s.Kubeconfig)
 	}
-	expiry := int64(tokenSeconds)
-	tr, err := c.CoreV1().ServiceAccounts(ns).CreateToken(ctx, name, &authenticationv1.TokenRequest{
-		Spec: authenticationv1.TokenRequestSpec{Audiences: []string{Audience}, ExpirationSeconds: &expiry},
-	}, metav1.CreateOptions{})
-	if err != nil {
-		return "", fmt.Errorf("token for %s/%s: %w", ns, name, err)
-	}
-	s.token = tr.Status.Token
-	s.renew = time.Now().Add(time.Until(tr.Status.ExpirationTimestamp.Time) / 2)
-	return s.token, nil
-}
-
-// serviceAccountOf splits system:serviceaccount:NS:NAME.
-func serviceAccountOf(user string) (string, string, bool) {
-	rest, ok := strings.CutPrefix(user, "system:serviceaccount:")
-	if !ok {
-		return "", "", false
-	}
-	ns, name, ok := strings.Cut(rest, ":")
-	return ns, name, ok && ns != "" && name != ""
+	return cfg.BearerToken, nil
 }
 
 // Endpoint returns the URL of a ready endpoint of the receiver's Service.

@@ -1,10 +1,13 @@
 package agent_test
 
 import (
+	"time"
+
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
@@ -17,11 +20,13 @@ import (
 
 // Issue #30, finding 2: the agent's 1 h shoot token could mint a token with
 // a 10-year expiry request, and create EndpointSlices that point the drop
-// receiver's Service elsewhere. The shoot's admission policy (what the
-// extension's ManagedResource deploys) allows neither.
+// receiver's Service elsewhere. The agent's shoot RBAC grants no token, and
+// the shoot's admission policy (what the extension's ManagedResource
+// deploys) refuses it any token even where RBAC grants one, and EndpointSlices
+// of other Services.
 var _ = Describe("the agent's shoot credential", func() {
-	It("mints only short tokens for the drop receiver, and writes EndpointSlices of its metrics Service only", func(ctx SpecContext) {
-		_, kubeconfig := startShoot(ctx)
+	It("mints no token, even when granted, and writes EndpointSlices of its metrics Service only", func(ctx SpecContext) {
+		admin, kubeconfig := startShoot(ctx)
 		cfg, err := clientcmd.RESTConfigFromKubeConfig(kubeconfig)
 		Expect(err).NotTo(HaveOccurred())
 		agent, err := kubernetes.NewForConfig(cfg)
@@ -34,15 +39,21 @@ var _ = Describe("the agent's shoot credential", func() {
 		}
 		tenYears := int64(10 * 365 * 24 * 3600)
 
-		By("waiting until the policy is in force")
-		Eventually(func() error { return mint([]string{constants.DropAudience}, tenYears) }).
-			Should(MatchError(ContainSubstring("mints tokens of at most 600 seconds")))
+		By("its RBAC grants no token")
+		Expect(mint(nil, tenYears)).To(MatchError(ContainSubstring(`cannot create resource "serviceaccounts/token"`)))
 
-		By("a token for the shoot's own API, or for ten years, is refused; the receiver's 10-minute token is not")
-		Expect(mint(nil, 600)).To(MatchError(ContainSubstring("mints tokens for the audience " + constants.DropAudience + " only")))
-		Expect(mint([]string{constants.DropAudience, "https://kubernetes.default.svc"}, 600)).To(MatchError(ContainSubstring("for the audience")))
-		Expect(mint([]string{constants.DropAudience}, tenYears)).To(MatchError(ContainSubstring("of at most 600 seconds")))
-		Expect(mint([]string{constants.DropAudience}, 600)).To(Succeed())
+		By("a token granted by someone's Role is still refused, for any audience and life")
+		grant := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: "grant-tokens", Namespace: metav1.NamespaceSystem},
+			Rules: []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"serviceaccounts/token"}, Verbs: []string{"create"}}}}
+		Expect(admin.Create(ctx, grant)).To(Succeed())
+		Expect(admin.Create(ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: grant.Name, Namespace: grant.Namespace},
+			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: grant.Name},
+			Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: constants.AgentServiceAccountName, Namespace: metav1.NamespaceSystem}},
+		})).To(Succeed())
+		const refused = "the firewall agent mints no tokens"
+		Eventually(func() error { return mint(nil, tenYears) }).WithTimeout(30 * time.Second).Should(MatchError(ContainSubstring(refused)))
+		Expect(mint(nil, 600)).To(MatchError(ContainSubstring(refused)))
+		Expect(mint([]string{"firewall-drop.metal-firewall.io"}, 600)).To(MatchError(ContainSubstring(refused)))
 
 		By("an EndpointSlice of the drop receiver is refused; one of the metrics Service is not")
 		slice := func(service, name string) *discoveryv1.EndpointSlice {
