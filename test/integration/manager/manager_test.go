@@ -316,6 +316,14 @@ var _ = Describe("Firewall manager", func() {
 			Subjects:   []rbacv1.Subject{{Kind: rbacv1.GroupKind, APIGroup: rbacv1.GroupName, Name: "system:serviceaccounts:" + bootNamespace}},
 		}
 		Expect(testClient.Create(ctx, careless)).To(Succeed())
+		// What no fixed list names, found by asking the seed (the sweep).
+		jobs := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{GenerateName: "careless-"},
+			Rules: []rbacv1.PolicyRule{{APIGroups: []string{"batch"}, Resources: []string{"jobs"}, Verbs: []string{"create"}}}}
+		Expect(testClient.Create(ctx, jobs)).To(Succeed())
+		DeferCleanup(func(ctx SpecContext) { Expect(testClient.Delete(ctx, jobs)).To(Succeed()) })
+		carelessJobs := careless.DeepCopy()
+		carelessJobs.ResourceVersion, carelessJobs.Name, carelessJobs.RoleRef.Name = "", "", jobs.Name
+		Expect(testClient.Create(ctx, carelessJobs)).To(Succeed())
 		startManager(namespace, provider, func(o *firewallmanager.Options) {
 			o.Bootstrap = &firewallmachine.Bootstrap{Server: seed.Config.Host, CAData: seed.Config.CAData, Namespace: bootNamespace}
 		})
@@ -327,6 +335,7 @@ var _ = Describe("Firewall manager", func() {
 			g.Expect(c).NotTo(BeNil())
 			g.Expect(c.Reason).To(Equal("UnsafeBootIdentity"))
 			g.Expect(c.Message).To(ContainSubstring("may create certificatesigningrequests/nodeclient"))
+			g.Expect(c.Message).To(ContainSubstring("create jobs.batch"))
 		}).WithTimeout(time.Minute).Should(Succeed())
 		Expect(provider.Created()).To(BeZero(), "no machine with such a credential")
 		list := &corev1.ServiceAccountList{}
@@ -335,6 +344,8 @@ var _ = Describe("Firewall manager", func() {
 
 		By("once the binding is gone, the machine comes")
 		Expect(testClient.Delete(ctx, careless)).To(Succeed())
-		Eventually(provider.IDs).WithTimeout(2 * time.Minute).Should(HaveLen(1))
+		Expect(testClient.Delete(ctx, carelessJobs)).To(Succeed())
+		// The manager asks again every minute; the groups' answer is kept a minute.
+		Eventually(provider.IDs).WithTimeout(3 * time.Minute).Should(HaveLen(1))
 	})
 })

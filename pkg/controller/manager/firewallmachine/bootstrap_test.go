@@ -9,6 +9,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"strconv"
+	"strings"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -149,6 +150,18 @@ var _ = Describe("Reconciler with bootstrap credentials", func() {
 		Expect(e.provider.Created()).To(Equal(1))
 		Expect(e.tokens).To(HaveLen(1))
 		Expect(meta.IsStatusConditionTrue(e.firewall().Status.Conditions, firewallv1alpha1.ConditionCreated)).To(BeTrue())
+	})
+
+	It("names at most ten permissions of a seed that grants everything", func() {
+		e := newEnv(newFirewall(), bootstrap)
+		e.allow = func(*authorizationv1.ResourceAttributes) bool { return true }
+		e.reconcile()
+		c := meta.FindStatusCondition(e.firewall().Status.Conditions, firewallv1alpha1.ConditionCreated)
+		Expect(c).NotTo(BeNil())
+		Expect(c.Message).To(MatchRegexp(`and \d+ more; remove the RBAC`))
+		named := c.Message[strings.Index(c.Message, " may ")+len(" may ") : strings.LastIndex(c.Message, " and ")]
+		Expect(strings.Split(named, ", ")).To(HaveLen(10), named)
+		Expect(e.provider.Created()).To(BeZero())
 	})
 
 	It("deletes the boot ServiceAccount once the agent is connected, before the status says so", func() {

@@ -14,6 +14,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/discovery"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -65,6 +66,9 @@ type Reconciler struct {
 	// credentials reads and writes tokens and RBAC without a cache: caching
 	// every Secret of kube-system for a few writes per firewall is not worth it.
 	credentials client.Client
+	// sweep asks what the boot identities' groups may do in this seed; nil
+	// (a unit test's fake client) asks only about the firewall's own user.
+	sweep *credentials.Sweep
 }
 
 // Bootstrap is how agents reach this seed.
@@ -100,6 +104,13 @@ func (r *Reconciler) AddToManager(mgr manager.Manager) error {
 			return err
 		}
 		r.credentials = c
+	}
+	if r.sweep == nil && r.Bootstrap != nil {
+		d, err := discovery.NewDiscoveryClientForConfig(mgr.GetConfig())
+		if err != nil {
+			return err
+		}
+		r.sweep = &credentials.Sweep{Client: r.credentials, Discovery: d}
 	}
 	return builder.ControllerManagedBy(mgr).Named("firewall-machine").WithOptions(controller.Options{MaxConcurrentReconciles: r.Workers}).For(&firewallv1alpha1.Firewall{}).Complete(r)
 }
@@ -229,6 +240,13 @@ func (r *Reconciler) bootstrapKubeconfig(ctx context.Context, fw *firewallv1alph
 	held, err := credentials.BootIdentityHarmless(ctx, r.credentials, r.Bootstrap.Namespace, fw.Namespace, fw.Name)
 	if err != nil {
 		return nil, time.Time{}, err
+	}
+	if r.sweep != nil {
+		groupsHold, err := r.sweep.Held(ctx, r.Bootstrap.Namespace)
+		if err != nil {
+			return nil, time.Time{}, err
+		}
+		held = append(held, groupsHold...)
 	}
 	if len(held) > 0 {
 		return nil, time.Time{}, &unsafeBootIdentityError{user: credentials.BootUser(r.Bootstrap.Namespace, fw.Namespace, fw.Name), held: held, namespace: r.Bootstrap.Namespace}
@@ -389,7 +407,15 @@ type unsafeBootIdentityError struct {
 	held            []string
 }
 
+// maxHeldNamed bounds the permissions a message names: a seed that grants
+// everything would otherwise write hundreds into a condition.
+const maxHeldNamed = 10
+
 func (e *unsafeBootIdentityError) Error() string {
+	held := strings.Join(e.held, ", ")
+	if len(e.held) > maxHeldNamed {
+		held = fmt.Sprintf("%s and %d more", strings.Join(e.held[:maxHeldNamed], ", "), len(e.held)-maxHeldNamed)
+	}
 	return fmt.Sprintf("refusing to mint a boot token: in this seed, %s may %s; remove the RBAC that grants it to system:serviceaccounts, system:serviceaccounts:%s or system:authenticated",
-		e.user, strings.Join(e.held, ", "), e.namespace)
+		e.user, held, e.namespace)
 }
