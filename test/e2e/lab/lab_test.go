@@ -397,11 +397,16 @@ var _ = Describe("Firewall machines in the lab", Ordered, func() {
 	It("keeps a machine whose boot step fails off the fabric, forwarding nothing, until the manager replaces it", func(ctx SpecContext) {
 		before := server.Allocations()
 		// The stock image without a release to download: no agent binary.
-		Expect(framework.UpdateProviderConfig(ctx, cSeed, ex, providerConfig(stockImage, `,"createTimeout":"1m"`))).To(Succeed())
+		// The create timeout outlives the emulated boot (about a minute)
+		// and the checks below: with 1m, the manager at times deleted the
+		// machine while they ran, and a machine shutting down showed its
+		// units inactive, or active.
+		Expect(framework.UpdateProviderConfig(ctx, cSeed, ex, providerConfig(stockImage, `,"createTimeout":"3m"`))).To(Succeed())
 		var failing *lab.Machine
 		Eventually(func(g Gomega) {
+			// The first machine of the stock image, checked while it lives.
 			for _, fw := range firewalls(ctx) {
-				if fw.Spec.Image == stockImage && fw.Status.MachineStatus != nil {
+				if failing == nil && fw.Spec.Image == stockImage && fw.Status.MachineStatus != nil {
 					failing = hw.Machine(fw.Status.MachineStatus.MachineID)
 				}
 			}
