@@ -70,8 +70,9 @@ func (a *Announcer) InForce() (int32, bool) {
 // Announce makes FRR announce distance: it renders the configuration,
 // checks the result with `vtysh --dryrun`, writes it in place of the old
 // (atomically, keeping its owner and mode), runs FRR's reload, which
-// applies the difference to the running daemons, and has bgpd send its
-// EVPN routes again (a soft refresh, no session reset). On any error the old
+// applies the difference to the running daemons, has bgpd send its EVPN
+// routes again (a soft refresh), and then resets the sessions to the fabric
+// once (see below). On any error the old
 // configuration stays on disk and in force, and the error says which step
 // failed. A distance already in force costs one read of the file.
 func (a *Announcer) Announce(ctx context.Context, distance int) error {
@@ -140,6 +141,22 @@ func (a *Announcer) Announce(ctx context.Context, distance int) error {
 	if err := a.settle(ctx, before); err != nil {
 		a.setInForce(-1)
 		return fmt.Errorf("distance %d: %w", distance, err)
+	}
+	// Leaves whose FRR predates FRRouting/frr#18158 (10.3) take an EVPN
+	// prefix route's update as a withdraw and an install that race in
+	// zebra: the lab's leaf (FRR 8.4) kept the routes but lost the
+	// firewall's router MAC, and forwarded nothing to it until a session
+	// reset. So the sessions to the fabric are reset once the routes are out
+	// with the new distance: the fabric withdraws them, seconds apart from
+	// installing them again. Another firewall of the roll carries the
+	// traffic meanwhile; a lone one is still booting.
+	if err := a.run(ctx, or(a.Vtysh, DefaultVtysh), "-c", "clear bgp l2vpn evpn *"); err != nil {
+		a.setInForce(-1)
+		return fmt.Errorf("resetting the fabric's sessions with distance %d: %w", distance, err)
+	}
+	if err := a.settle(ctx, before); err != nil {
+		a.setInForce(-1)
+		return fmt.Errorf("distance %d after the sessions' reset: %w", distance, err)
 	}
 	a.setInForce(distance)
 	return nil

@@ -77,7 +77,8 @@ var _ = Describe("Announcer", func() {
 		Expect(called()).To(HaveExactElements(
 			MatchRegexp(`^vtysh --dryrun --inputfile .*/\.frr\.conf\.firewall-agent$`),
 			"reload --reload "+conf,
-			"vtysh -c clear bgp l2vpn evpn * soft out"))
+			"vtysh -c clear bgp l2vpn evpn * soft out",
+			"vtysh -c clear bgp l2vpn evpn *"))
 		d, _ := bgpdistance.Distance(onDisk())
 		Expect(d).To(Equal(3))
 		info, err := os.Stat(conf)
@@ -87,9 +88,9 @@ var _ = Describe("Announcer", func() {
 		Expect(filepath.Glob(filepath.Join(dir, ".frr.conf*"))).To(BeEmpty(), "no temporary file stays")
 
 		Expect(a.Announce(ctx, 3)).To(Succeed())
-		Expect(called()).To(HaveLen(3), "an unchanged distance runs nothing")
+		Expect(called()).To(HaveLen(4), "an unchanged distance runs nothing")
 		Expect(a.Announce(ctx, 0)).To(Succeed())
-		Expect(called()).To(HaveLen(6))
+		Expect(called()).To(HaveLen(8))
 		d, _ = bgpdistance.Distance(onDisk())
 		Expect(d).To(BeZero())
 	})
@@ -154,8 +155,8 @@ var _ = Describe("Announcer", func() {
 		Expect(err).To(MatchError(And(ContainSubstring("FRR refuses the configuration with distance 8"), ContainSubstring("% Unknown command"))))
 		Expect(onDisk()).To(Equal(before))
 		Expect(inForce()).To(BeEquivalentTo(3), "the old distance stays in force")
-		Expect(called()).To(HaveLen(4), "no reload after the refused check")
-		Expect(called()[3]).To(HavePrefix("vtysh --dryrun"))
+		Expect(called()).To(HaveLen(5), "no reload after the refused check")
+		Expect(called()[4]).To(HavePrefix("vtysh --dryrun"))
 	})
 
 	It("puts the old configuration back when the reload fails, and tells that none is known to be in force", func(ctx context.Context) {
