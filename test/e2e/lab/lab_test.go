@@ -455,7 +455,9 @@ var _ = Describe("Firewall machines in the lab", Ordered, func() {
 			fw = readyOn(ctx, stockImage)(g)
 			g.Expect(fw).NotTo(BeNil())
 			g.Expect(fw.Spec.AgentSHA512).To(Equal(release.sha512))
-		}).WithTimeout(10 * time.Minute).WithPolling(2 * time.Second).Should(Succeed())
+		}).WithTimeout(10*time.Minute).WithPolling(2*time.Second).Should(Succeed(), func() string {
+			return "no Ready firewall of the stock image:\n" + env.describeRoll(ctx)
+		})
 		m := machineOf(fw)
 		Expect(exec(ctx, m, "/usr/local/bin/firewall-agent --version")).To(Equal("firewall-agent " + agentVersion))
 		Expect(exec(ctx, m, "journalctl --no-pager -u firewall-agent-install.service")).To(ContainSubstring("Signature Verified Successfully"))
