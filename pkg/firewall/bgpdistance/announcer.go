@@ -149,14 +149,18 @@ func (a *Announcer) Announce(ctx context.Context, distance int) error {
 	// reset. So the sessions to the fabric are reset once the routes are out
 	// with the new distance: the fabric withdraws them, seconds apart from
 	// installing them again. Another firewall of the roll carries the
-	// traffic meanwhile; a lone one is still booting.
-	if err := a.run(ctx, or(a.Vtysh, DefaultVtysh), "-c", "clear bgp l2vpn evpn *"); err != nil {
-		a.setInForce(-1)
-		return fmt.Errorf("resetting the fabric's sessions with distance %d: %w", distance, err)
-	}
-	if err := a.settle(ctx, before); err != nil {
-		a.setInForce(-1)
-		return fmt.Errorf("distance %d after the sessions' reset: %w", distance, err)
+	// traffic meanwhile; a lone one is still booting. A restarted agent
+	// whose file holds the distance already changed no route: no reset,
+	// which would cut off a lone firewall that serves.
+	if want != string(old) {
+		if err := a.run(ctx, or(a.Vtysh, DefaultVtysh), "-c", "clear bgp l2vpn evpn *"); err != nil {
+			a.setInForce(-1)
+			return fmt.Errorf("resetting the fabric's sessions with distance %d: %w", distance, err)
+		}
+		if err := a.settle(ctx, before); err != nil {
+			a.setInForce(-1)
+			return fmt.Errorf("distance %d after the sessions' reset: %w", distance, err)
+		}
 	}
 	a.setInForce(distance)
 	return nil

@@ -95,6 +95,19 @@ var _ = Describe("Announcer", func() {
 		Expect(d).To(BeZero())
 	})
 
+	It("resets the fabric's sessions only when the routes change: not for a restarted agent whose file holds the distance", func(ctx context.Context) {
+		Expect(a.Announce(ctx, 3)).To(Succeed())
+		Expect(called()).To(ContainElement("vtysh -c clear bgp l2vpn evpn *"), "a new distance")
+		restarted := &bgpdistance.Announcer{ConfigPath: conf, Vtysh: a.Vtysh, Reload: a.Reload, SettleStable: a.SettleStable, SettleTimeout: a.SettleTimeout}
+		Expect(restarted.Announce(ctx, 3)).To(Succeed())
+		Expect(called()[4:]).To(HaveExactElements(
+			MatchRegexp(`^vtysh --dryrun`), "reload --reload "+conf, "vtysh -c clear bgp l2vpn evpn * soft out"),
+			"FRR runs the file, and no session is reset")
+		d, ok := restarted.InForce()
+		Expect(ok).To(BeTrue())
+		Expect(d).To(BeEquivalentTo(3))
+	})
+
 	It("tells the distance in force only once bgpd sends its routes again after the reload's withdrawal", func(ctx context.Context) {
 		By("the reload withdraws the routes, as FRR 8.4's does with an unchanged as-path access-list")
 		a.Reload = filepath.Join(dir, "withdrawing-reload")
