@@ -78,7 +78,7 @@ func (l *Lab) StartStreams(ctx context.Context) (_ *Streams, err error) {
 	}()
 	var vm strings.Builder
 	fmt.Fprintf(&vm, "setsid ip netns exec node /lab/share/labprobe stream-recv %s:%d /lab/share/stream-to-node.json >/dev/null 2>&1 </dev/null & echo $! >/lab/share/stream-recv.pid\n", LoadBalancerAddress, StreamToNode)
-	fmt.Fprintf(&vm, "setsid ip netns exec node /lab/share/labprobe stream-send %s:%d %d >/dev/null 2>&1 </dev/null & echo $! >/lab/share/stream-send.pid\n", HostAddress, StreamToHost, StreamRate)
+	fmt.Fprintf(&vm, "setsid ip netns exec node /lab/share/labprobe stream-send %s:%d %d >/lab/share/stream-send-vm.log 2>&1 </dev/null & echo $! >/lab/share/stream-send.pid\n", HostAddress, StreamToHost, StreamRate)
 	fmt.Fprintf(&vm, "setsid ip netns exec node iperf3 --server --one-off --bind %s --port %d >/dev/null 2>&1 </dev/null &\n", LoadBalancerAddress, IperfPort)
 	if _, err := l.Run(ctx, vm.String()); err != nil {
 		return nil, err
@@ -165,8 +165,14 @@ func (s *Streams) Stop(ctx context.Context) (StreamsResult, error) {
 		_ = s.host[1].Process.Kill()
 		_ = s.host[1].Wait()
 	}
-	_, err := s.l.Run(ctx, "kill $(cat /lab/share/stream-send.pid) 2>/dev/null || true")
+	// Only the sender: a sender that died early leaves its PID to be
+	// reused (a kill of it ended the lab's own shell once, exit 143), and
+	// why it died is in its log.
+	out, err := s.l.Run(ctx, `P=$(cat /lab/share/stream-send.pid); if grep -qs stream-send /proc/$P/cmdline; then kill $P; else echo "the sender had exited: $(tail -c 500 /lab/share/stream-send-vm.log)"; fi`)
 	errs = append(errs, err)
+	if strings.Contains(out, "had exited") {
+		errs = append(errs, errors.New(strings.TrimSpace(out)))
+	}
 	var last [2]int
 	for i := 0; i < 50; i++ {
 		h, n, err := s.Report()
