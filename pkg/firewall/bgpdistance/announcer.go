@@ -134,13 +134,10 @@ func (a *Announcer) Announce(ctx context.Context, distance int) error {
 	// bgpd re-evaluates changed route-maps on its route-map timer (5 s by
 	// default); a soft refresh sends the routes with the new AS path now,
 	// without resetting a session.
-	if err := a.run(ctx, or(a.Vtysh, DefaultVtysh), "-c", "clear bgp l2vpn evpn * soft out"); err != nil {
+	if err := a.sendAgain(ctx, "clear bgp l2vpn evpn * soft out", before,
+		fmt.Sprintf("sending the routes with distance %d", distance), fmt.Sprintf("distance %d", distance)); err != nil {
 		a.setInForce(-1)
-		return fmt.Errorf("sending the routes with distance %d: %w", distance, err)
-	}
-	if err := a.settle(ctx, before); err != nil {
-		a.setInForce(-1)
-		return fmt.Errorf("distance %d: %w", distance, err)
+		return err
 	}
 	// Leaves whose FRR predates FRRouting/frr#18158 (10.3) take an EVPN
 	// prefix route's update as a withdraw and an install that race in
@@ -153,16 +150,27 @@ func (a *Announcer) Announce(ctx context.Context, distance int) error {
 	// whose file holds the distance already changed no route: no reset,
 	// which would cut off a lone firewall that serves.
 	if want != string(old) {
-		if err := a.run(ctx, or(a.Vtysh, DefaultVtysh), "-c", "clear bgp l2vpn evpn *"); err != nil {
+		if err := a.sendAgain(ctx, "clear bgp l2vpn evpn *", before,
+			fmt.Sprintf("resetting the fabric's sessions with distance %d", distance),
+			fmt.Sprintf("distance %d after the sessions' reset", distance)); err != nil {
 			a.setInForce(-1)
-			return fmt.Errorf("resetting the fabric's sessions with distance %d: %w", distance, err)
-		}
-		if err := a.settle(ctx, before); err != nil {
-			a.setInForce(-1)
-			return fmt.Errorf("distance %d after the sessions' reset: %w", distance, err)
+			return err
 		}
 	}
 	a.setInForce(distance)
+	return nil
+}
+
+// sendAgain runs bgpd's clear command and waits until bgpd sends every peer
+// its routes again (settle); the error names the step: clearing, or the
+// routes that did not come back.
+func (a *Announcer) sendAgain(ctx context.Context, clear string, before map[string]int, clearing, settling string) error {
+	if err := a.run(ctx, or(a.Vtysh, DefaultVtysh), "-c", clear); err != nil {
+		return fmt.Errorf("%s: %w", clearing, err)
+	}
+	if err := a.settle(ctx, before); err != nil {
+		return fmt.Errorf("%s: %w", settling, err)
+	}
 	return nil
 }
 
