@@ -12,6 +12,7 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/constants"
@@ -48,17 +49,26 @@ type Shoot struct {
 // again: a new receiver pod is found within it, at one List per interval.
 const endpointTTL = 30 * time.Second
 
-func (s *Shoot) connect() (kubernetes.Interface, error) {
+// load reads the kubeconfig file as it is now and parses it.
+func (s *Shoot) load() ([]byte, *rest.Config, error) {
 	data, err := os.ReadFile(s.Kubeconfig)
+	if err != nil {
+		return nil, nil, err
+	}
+	cfg, err := clientcmd.RESTConfigFromKubeConfig(data)
+	if err != nil {
+		return nil, nil, fmt.Errorf("shoot kubeconfig %s: %w", s.Kubeconfig, err)
+	}
+	return data, cfg, nil
+}
+
+func (s *Shoot) connect() (kubernetes.Interface, error) {
+	data, cfg, err := s.load()
 	if err != nil {
 		return nil, err
 	}
 	if s.client != nil && string(data) == string(s.loaded) {
 		return s.client, nil
-	}
-	cfg, err := clientcmd.RESTConfigFromKubeConfig(data)
-	if err != nil {
-		return nil, fmt.Errorf("shoot kubeconfig %s: %w", s.Kubeconfig, err)
 	}
 	cfg.Timeout = 10 * time.Second
 	c, err := kubernetes.NewForConfig(cfg)
@@ -74,13 +84,9 @@ func (s *Shoot) connect() (kubernetes.Interface, error) {
 // seed. The agent mints none (its shoot identity may not), so a stolen shoot
 // credential ends with its own expiry.
 func (s *Shoot) Token(context.Context) (string, error) {
-	data, err := os.ReadFile(s.Kubeconfig)
+	_, cfg, err := s.load()
 	if err != nil {
 		return "", err
-	}
-	cfg, err := clientcmd.RESTConfigFromKubeConfig(data)
-	if err != nil {
-		return "", fmt.Errorf("shoot kubeconfig %s: %w", s.Kubeconfig, err)
 	}
 	if cfg.BearerToken == "" {
 		return "", fmt.Errorf("shoot kubeconfig %s: no bearer token", s.Kubeconfig)
