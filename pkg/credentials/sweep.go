@@ -128,10 +128,10 @@ func (s *Sweep) questions(bootNamespace string) ([]authorizationv1.ResourceAttri
 			}
 			for _, v := range verbs {
 				for _, ns := range namespaces {
-					a := authorizationv1.ResourceAttributes{Group: gv.Group, Resource: resource, Subresource: sub, Verb: v, Namespace: ns}
-					if !asked[a] && !slices.ContainsFunc(groupsMayDo, func(m authorizationv1.ResourceAttributes) bool {
-						return m.Group == a.Group && m.Resource == a.Resource && m.Subresource == a.Subresource && m.Verb == a.Verb
-					}) {
+					a := authorizationv1.ResourceAttributes{Group: gv.Group, Resource: resource, Subresource: sub, Verb: v}
+					mayDo := slices.Contains(groupsMayDo, a)
+					a.Namespace = ns
+					if !asked[a] && !mayDo {
 						out = append(out, a)
 						asked[a] = true
 					}
