@@ -55,6 +55,13 @@ const (
 	// ShootManagedResourceName is the ManagedResource (class shoot) that keeps
 	// the CRDs, the namespace and the agent's RBAC in the shoot.
 	ShootManagedResourceName = "extension-firewall-shoot"
+	// MetricsManagedResourceName is the ManagedResource (class shoot) that
+	// keeps one EndpointSlice per firewall of the metrics Service in the
+	// shoot, with the address its agent reports in the seed.
+	MetricsManagedResourceName = "extension-firewall-metrics"
+	// EndpointSliceManagedBy is the endpointslice.kubernetes.io/managed-by
+	// of those slices, so that the EndpointSlice controller leaves them alone.
+	EndpointSliceManagedBy = "gardener-extension-firewall.metal-firewall.io"
 	// ManagedResourceOrigin marks the ManagedResources this extension creates.
 	ManagedResourceOrigin = "gardener-extension-firewall"
 	// AgentShootRoleName is the agent's Role in the shoot namespace ShootNamespace.
@@ -86,8 +93,7 @@ const (
 	// gardenlet's.
 	SecretsManagerIdentity = "extension-firewall"
 	// AgentShootPolicyName is the shoot's ValidatingAdmissionPolicy (and its
-	// binding) that refuses the agent any token and bounds the EndpointSlices
-	// it writes.
+	// binding) that refuses the agent any token and any EndpointSlice.
 	AgentShootPolicyName = "firewall-agent.metal-firewall.io"
 	// MetalStackPolicyGroup is the API group of metal-stack's firewall-
 	// controller, whose ClusterwideNetworkPolicies (version v1) the agent

@@ -28,6 +28,7 @@ import (
 	firewallmanager "github.com/metal-firewall/gardener-extension-firewall/pkg/controller/manager"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/controller/manager/firewallmachine"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/controller/manager/machine"
+	"github.com/metal-firewall/gardener-extension-firewall/pkg/controller/metricsendpoints"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/credentials"
 	"github.com/metal-firewall/gardener-extension-firewall/test/testenv"
 )
@@ -59,7 +60,7 @@ const HeartbeatTimeout = time.Minute
 
 // StartExtension runs in the seed what a seed runs for this extension: the
 // extension (firewall controller, firewall manager with bootstrap
-// credentials and shoot delivery, CSR approver, optionally the acl
+// credentials and shoot delivery, CSR approver, the metrics' EndpointSlices, optionally the acl
 // controller), and Gardener's own TokenRequestor and ManagedResource
 // controllers, as the shoot's gardener-resource-manager runs them. stop kills it and returns the
 // manager's error, if it failed.
@@ -105,6 +106,9 @@ func addControllers(ctx context.Context, mgr manager.Manager, seed, shoot *teste
 		return err
 	}
 	if err := (&csrapprover.Reconciler{BootNamespace: BootNamespace}).AddToManager(mgr); err != nil {
+		return err
+	}
+	if err := (&metricsendpoints.Reconciler{}).AddToManager(mgr); err != nil {
 		return err
 	}
 	if err := firewallmanager.AddToManager(mgr, firewallmanager.Options{

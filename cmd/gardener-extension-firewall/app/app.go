@@ -33,6 +33,7 @@ import (
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/controller/manager/firewallmachine"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/controller/manager/machine"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/controller/manager/rollrequest"
+	"github.com/metal-firewall/gardener-extension-firewall/pkg/controller/metricsendpoints"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/credentials"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/webhook/envoyfilter"
 )
@@ -162,6 +163,9 @@ func AddToManager(ctx context.Context, mgr manager.Manager, opts *Options, provi
 		return err
 	}
 	if err := (&csrapprover.Reconciler{MaxDuration: opts.CSRMaxDuration, BootNamespace: opts.BootNamespace}).AddToManager(mgr); err != nil {
+		return err
+	}
+	if err := (&metricsendpoints.Reconciler{}).AddToManager(mgr); err != nil {
 		return err
 	}
 	if err := firewallcontroller.AddToManagerWithOptions(ctx, mgr, firewallcontroller.AddOptions{

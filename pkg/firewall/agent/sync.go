@@ -123,8 +123,12 @@ func (a *Agent) reportSources(ctx context.Context, cfg *agentconfigv1alpha1.Conf
 		a.appliedGeneration = r.seed.fw.Generation
 	}
 	supported, distance := a.distanceStatus()
-	r.seed.report(ctx, a.Log, seedsource.Heartbeat{Message: message, LastShootRun: a.lastShootRun,
-		AppliedGeneration: a.appliedGeneration, SelfUpdate: a.updateStatus(), DistanceSupported: supported, Distance: distance})
+	hb := seedsource.Heartbeat{Message: message, LastShootRun: a.lastShootRun,
+		AppliedGeneration: a.appliedGeneration, SelfUpdate: a.updateStatus(), DistanceSupported: supported, Distance: distance}
+	if addr := a.internalMetrics.address(); addr.IsValid() {
+		hb.MetricsAddress = addr.String()
+	}
+	r.seed.report(ctx, a.Log, hb)
 	if inForce {
 		r.policies.report(ctx, a.Log, a.fqdnStatus)
 	}

@@ -138,6 +138,9 @@ type Heartbeat struct {
 	// Distance is the one in force (nil before the first).
 	DistanceSupported bool
 	Distance          *int32
+	// MetricsAddress is where the agent serves metrics to the shoot, ""
+	// when it serves none; the extension publishes it there.
+	MetricsAddress string
 }
 
 // Heartbeat writes the agent's status: version, the time of this run and hb.
@@ -148,7 +151,7 @@ func (s *Source) Heartbeat(ctx context.Context, fw *fwv1alpha1.Firewall, hb Hear
 	patch := client.MergeFrom(fw.DeepCopy())
 	fw.Status.AgentStatus = &fwv1alpha1.AgentStatus{Version: s.Version, LastRunAgainstSeed: &metav1.Time{Time: s.now()}, LastRunAgainstShoot: hb.LastShootRun,
 		Message: hb.Message, AppliedGeneration: hb.AppliedGeneration, SelfUpdate: hb.SelfUpdate,
-		DistanceSupported: hb.DistanceSupported, Distance: hb.Distance}
+		DistanceSupported: hb.DistanceSupported, Distance: hb.Distance, MetricsAddress: hb.MetricsAddress}
 	return s.client.Status().Patch(ctx, fw, patch)
 }
 

@@ -226,6 +226,13 @@ type AgentStatus struct {
 	// the new one is not (or cannot be) applied; Message then says why.
 	// +optional
 	Distance *int32 `json:"distance,omitempty"`
+	// MetricsAddress is where the agent serves its metrics to the shoot
+	// (host:port, its first address in metrics.internalNetwork), empty when
+	// it serves none. The extension publishes it in the shoot as an
+	// EndpointSlice of the Service firewall/firewall-agent-metrics; the
+	// agent itself writes nothing there.
+	// +optional
+	MetricsAddress string `json:"metricsAddress,omitempty"`
 }
 
 // SelfUpdateStatus tells what the agent's self-update did with the wanted

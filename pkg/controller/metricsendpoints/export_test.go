@@ -1,0 +1,4 @@
+package metricsendpoints
+
+// MetricsAddress is metricsAddress, for the tests.
+var MetricsAddress = metricsAddress
