@@ -9,15 +9,14 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	firewallv1alpha1 "github.com/metal-firewall/gardener-extension-firewall/pkg/apis/firewall/v1alpha1"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/constants"
 )
 
 // agentShootPolicy bounds, in the shoot's kube-apiserver, what RBAC cannot:
-// the agent's ServiceAccount writes EndpointSlices only of its metrics
-// Service (not of the drop receiver's, which would redirect what the agents
-// send), and gets no token whatever RBAC someone binds to it later (a stolen
-// shoot credential that mints one would outlive its own expiry). Shoots are
+// whatever RBAC someone binds to the agent's ServiceAccount later, it writes
+// no EndpointSlice (a slice redirects a Service: the drop receiver's, where
+// the agents send) and gets no token (a stolen shoot credential that mints
+// one would outlive its own expiry). Shoots are
 // Kubernetes >= 1.32 under Gardener v1.150, so ValidatingAdmissionPolicy is
 // GA there.
 func agentShootPolicy() []client.Object {
@@ -33,7 +32,7 @@ func agentShootPolicy() []client.Object {
 						Rule:       admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"serviceaccounts/token"}},
 					}},
 					{RuleWithOperations: admissionregistrationv1.RuleWithOperations{
-						Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update},
+						Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update, admissionregistrationv1.Delete},
 						Rule:       admissionregistrationv1.Rule{APIGroups: []string{"discovery.k8s.io"}, APIVersions: []string{"*"}, Resources: []string{"endpointslices"}},
 					}},
 				}},
@@ -46,10 +45,8 @@ func agentShootPolicy() []client.Object {
 						Message:    "the firewall agent mints no tokens: it sends its shoot credential, which Gardener renews",
 					},
 					{
-						Expression: fmt.Sprintf("request.resource.resource != 'endpointslices' || "+
-							"(has(object.metadata.labels) && 'kubernetes.io/service-name' in object.metadata.labels && object.metadata.labels['kubernetes.io/service-name'] == '%s')",
-							firewallv1alpha1.MetricsServiceName),
-						Message: fmt.Sprintf("the firewall agent writes EndpointSlices of the Service %s only", firewallv1alpha1.MetricsServiceName),
+						Expression: "request.resource.resource != 'endpointslices'",
+						Message:    "the firewall agent writes no EndpointSlices: the extension publishes its metrics address from the seed",
 					},
 				},
 			},

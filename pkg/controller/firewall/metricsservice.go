@@ -12,10 +12,10 @@ import (
 )
 
 // metricsService is the Service the shoot's Prometheus discovers the
-// firewalls' metrics by. It has no selector: each firewall's agent adds its
-// internal address as an EndpointSlice. The extension, not the agent, keeps
-// it, so the agent needs no right on Services and the Service outlives
-// every single firewall of a rolling update.
+// firewalls' metrics by. It has no selector: the extension adds one
+// EndpointSlice per firewall with the address its agent reports in the seed
+// (package metricsendpoints). The agent writes neither, and the Service
+// outlives every single firewall of a rolling update.
 func metricsService() *corev1.Service {
 	port := int32(firewallv1alpha1.MetricsServicePort)
 	return &corev1.Service{

@@ -112,6 +112,12 @@ func (a *actuator) Migrate(ctx context.Context, log logr.Logger, ex *extensionsv
 		log.Info("Saved firewall state", "firewallSets", len(st.FirewallSets), "firewalls", len(st.Firewalls))
 	}
 
+	// The shoot's objects are released before the Firewalls go: the
+	// metrics' ManagedResource would otherwise go with the last Firewall,
+	// and its slices with it.
+	if err := a.releaseShootResources(ctx, ex.Namespace); err != nil {
+		return err
+	}
 	// Children before owners, each without finalizers: nothing is left for a
 	// cascade, and a paused object without finalizer cannot release a machine.
 	// (Orphan propagation would add the garbage collector's "orphan" finalizer
@@ -128,9 +134,6 @@ func (a *actuator) Migrate(ctx context.Context, log logr.Logger, ex *extensionsv
 		if err := a.client.Delete(ctx, obj); client.IgnoreNotFound(err) != nil {
 			return err
 		}
-	}
-	if err := a.releaseShootResources(ctx, ex.Namespace); err != nil {
-		return err
 	}
 	return a.deleteCredentials(ctx, ex.Namespace)
 }

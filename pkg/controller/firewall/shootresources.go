@@ -9,7 +9,6 @@ import (
 	"github.com/gardener/gardener/pkg/utils/managedresources"
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
-	discoveryv1 "k8s.io/api/discovery/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -58,10 +57,6 @@ func ShootObjects(droptailerImage string, tls *ReceiverTLS) ([]client.Object, er
 				// with every rolling update, so no resourceNames.
 				{APIGroups: []string{firewallv1alpha1.GroupName}, Resources: []string{"firewallmonitors"}, Verbs: []string{"get", "create", "patch"}},
 				{APIGroups: []string{firewallv1alpha1.GroupName}, Resources: []string{"firewallmonitors/status"}, Verbs: []string{"patch"}},
-				// Each firewall publishes its metrics address as an EndpointSlice
-				// of the metrics Service, named after it like its monitor: no
-				// resourceNames, no list, no delete (the monitor owns it).
-				{APIGroups: []string{discoveryv1.GroupName}, Resources: []string{"endpointslices"}, Verbs: []string{"get", "create", "patch"}},
 				// Policies of shoots moved from metal-stack's firewall-controller
 				// are enforced as they are, and told their state in their format.
 				{APIGroups: []string{constants.MetalStackPolicyGroup}, Resources: []string{"clusterwidenetworkpolicies"}, Verbs: []string{"list", "watch"}},
@@ -125,21 +120,28 @@ func (a *actuator) reconcileShootResources(ctx context.Context, log logr.Logger,
 	return nil
 }
 
-// releaseShootResources removes the shoot ManagedResource from this seed
-// and leaves its objects in the shoot: the agent keeps enforcing the
-// policies while the shoot's control plane moves.
+// releaseShootResources removes the shoot ManagedResources from this seed
+// and leaves their objects in the shoot: the agent keeps enforcing the
+// policies, and Prometheus keeps scraping, while the shoot's control plane
+// moves.
 func (a *actuator) releaseShootResources(ctx context.Context, namespace string) error {
-	if err := managedresources.SetKeepObjects(ctx, a.client, namespace, constants.ShootManagedResourceName, true); client.IgnoreNotFound(err) != nil {
-		return fmt.Errorf("keeping the shoot's objects: %w", err)
+	for _, name := range []string{constants.ShootManagedResourceName, constants.MetricsManagedResourceName} {
+		if err := managedresources.SetKeepObjects(ctx, a.client, namespace, name, true); client.IgnoreNotFound(err) != nil {
+			return fmt.Errorf("keeping the shoot's objects of %s: %w", name, err)
+		}
 	}
 	return a.deleteShootResources(ctx, namespace)
 }
 
-// deleteShootResources deletes the shoot ManagedResource; gardener-resource-
-// manager removes its objects from the shoot unless they are to be kept.
+// deleteShootResources deletes the shoot ManagedResources; gardener-resource-
+// manager removes their objects from the shoot unless they are to be kept.
+// The metrics one goes with the last Firewall already; this catches a
+// Firewall deleted without the seed's controllers running.
 func (a *actuator) deleteShootResources(ctx context.Context, namespace string) error {
-	if err := managedresources.Delete(ctx, a.client, namespace, constants.ShootManagedResourceName, true); err != nil {
-		return fmt.Errorf("deleting the shoot ManagedResource: %w", err)
+	for _, name := range []string{constants.ShootManagedResourceName, constants.MetricsManagedResourceName} {
+		if err := managedresources.Delete(ctx, a.client, namespace, name, true); err != nil {
+			return fmt.Errorf("deleting the shoot ManagedResource %s: %w", name, err)
+		}
 	}
 	return nil
 }

@@ -86,9 +86,8 @@ func (a *Agent) writeMonitor(ctx context.Context, cfg *agentconfigv1alpha1.Confi
 		}
 		status.Devices, status.Traffic = devices, trafficOf(devices)
 	}
-	metricsAddr := a.internalMetrics.address()
-	if metricsAddr.IsValid() {
-		status.MetricsAddress = metricsAddr.String()
+	if addr := a.internalMetrics.address(); addr.IsValid() {
+		status.MetricsAddress = addr.String()
 	}
 	spec := fwv1alpha1.FirewallMonitorSpec{}
 	if fw != nil {
@@ -100,12 +99,6 @@ func (a *Agent) writeMonitor(ctx context.Context, cfg *agentconfigv1alpha1.Confi
 	}
 	if err := a.shoot.Monitor(ctx, spec, status, fw != nil || !usesSeed); err != nil {
 		a.Log.Error("writing the FirewallMonitor", "error", err)
-	} else if cfg.Metrics != nil {
-		// After the monitor, the slice's owner. Turning the metrics off
-		// rolls the firewall: its slice goes with its monitor.
-		if err := a.shoot.PublishMetrics(ctx, metricsAddr); err != nil {
-			a.Log.Error("publishing the metrics address in the shoot", "error", err)
-		}
 	}
 	if err := a.shoot.MetalStackMonitor(ctx, fw, status); err != nil {
 		a.Log.Error("writing the FirewallMonitor of metal-stack's format", "error", err)

@@ -34,8 +34,8 @@ controllers:
   monitor:  {source: shoot}
 `
 
-var _ = Describe("the agent's metrics published in the shoot", func() {
-	It("writes an EndpointSlice of the metrics Service with its internal address, which the nodes can scrape and the outside cannot", func(ctx SpecContext) {
+var _ = Describe("the agent's metrics for the shoot", func() {
+	It("serves them on its internal address, which the nodes can scrape and the outside cannot, reports that address and writes no EndpointSlice", func(ctx SpecContext) {
 		t := newTopology()
 		admin, kubeconfig := startShoot(ctx)
 		reachShootFrom(t.fw, kubeconfig)
@@ -52,31 +52,24 @@ var _ = Describe("the agent's metrics published in the shoot", func() {
 
 		startAgentProcess(t.fw, cfgPath)
 
-		By("the agent's EndpointSlice, owned by its FirewallMonitor")
-		slice := &discoveryv1.EndpointSlice{}
-		Eventually(func() error {
-			return admin.Get(ctx, client.ObjectKey{Namespace: "firewall", Name: "fw-0"}, slice)
-		}).WithTimeout(30 * time.Second).Should(Succeed())
-		Expect(slice.Labels).To(HaveKeyWithValue(discoveryv1.LabelServiceName, fwv1alpha1.MetricsServiceName))
-		Expect(slice.AddressType).To(Equal(discoveryv1.AddressTypeIPv4))
-		Expect(slice.Endpoints).To(HaveLen(1))
-		Expect(slice.Endpoints[0].Addresses).To(Equal([]string{"10.0.1.1"}))
-		Expect(slice.Ports).To(HaveLen(1))
-		Expect(*slice.Ports[0].Name).To(Equal(fwv1alpha1.MetricsPortName))
-		Expect(slice.OwnerReferences).To(ConsistOf(And(HaveField("Kind", "FirewallMonitor"), HaveField("Name", "fw-0"))))
-		published := net.JoinHostPort(slice.Endpoints[0].Addresses[0], strconv.Itoa(int(*slice.Ports[0].Port)))
-
-		By("a scrape of the published address from the nodes' side")
-		m := scrapeMetrics(t.node, published)
-		Expect(m).To(HaveKey(`firewall_agent_device_receive_bytes_total{device="int0",side="internal"}`))
-		By("nothing from the outside")
-		expectDropped(t.outside, slice.Endpoints[0].Addresses[0], int(*slice.Ports[0].Port))
-
-		By("the monitor's devices, traffic and address")
+		By("the monitor names the address: the internal interface's first address and the port")
+		published := net.JoinHostPort("10.0.1.1", strconv.Itoa(fwv1alpha1.MetricsServicePort))
 		Eventually(func(g Gomega) {
 			mon := &fwv1alpha1.FirewallMonitor{}
 			g.Expect(admin.Get(ctx, client.ObjectKey{Namespace: "firewall", Name: "fw-0"}, mon)).To(Succeed())
 			g.Expect(mon.Status.MetricsAddress).To(Equal(published))
+		}).WithTimeout(30 * time.Second).Should(Succeed())
+
+		By("a scrape of that address from the nodes' side")
+		m := scrapeMetrics(t.node, published)
+		Expect(m).To(HaveKey(`firewall_agent_device_receive_bytes_total{device="int0",side="internal"}`))
+		By("nothing from the outside")
+		expectDropped(t.outside, "10.0.1.1", fwv1alpha1.MetricsServicePort)
+
+		By("the monitor's devices and traffic")
+		Eventually(func(g Gomega) {
+			mon := &fwv1alpha1.FirewallMonitor{}
+			g.Expect(admin.Get(ctx, client.ObjectKey{Namespace: "firewall", Name: "fw-0"}, mon)).To(Succeed())
 			g.Expect(mon.Status.Devices).To(ConsistOf(
 				And(HaveField("Name", "ext0"), HaveField("Internal", false)),
 				And(HaveField("Name", "int0"), HaveField("Internal", true), HaveField("RxBytes", BeNumerically(">", 0)))))
@@ -84,16 +77,22 @@ var _ = Describe("the agent's metrics published in the shoot", func() {
 			g.Expect(mon.Status.Traffic.Internal.InBytes).To(BeNumerically(">", 0), "the scrape came in on int0")
 		}).WithTimeout(30 * time.Second).Should(Succeed())
 
-		By("the agent's rights: its own slices, nothing else")
+		By("no EndpointSlice of the agent's: the extension publishes the address from the seed")
+		slices := &discoveryv1.EndpointSliceList{}
+		Expect(admin.List(ctx, slices, client.InNamespace("firewall"), client.MatchingLabels{discoveryv1.LabelServiceName: fwv1alpha1.MetricsServiceName})).To(Succeed())
+		Expect(slices.Items).To(BeEmpty())
+
+		By("the agent's rights: reading slices in its namespace, writing none, no Service")
 		restCfg, err := clientcmd.RESTConfigFromKubeConfig(kubeconfig)
 		Expect(err).NotTo(HaveOccurred())
 		asAgent, err := client.New(restCfg, client.Options{Scheme: shootScheme})
 		Expect(err).NotTo(HaveOccurred())
 		// Listing the firewall namespace's slices it may: that is how it finds the drop receiver.
+		Expect(asAgent.List(ctx, &discoveryv1.EndpointSliceList{}, client.InNamespace("firewall"))).To(Succeed())
 		Expect(asAgent.List(ctx, &discoveryv1.EndpointSliceList{}, client.InNamespace("default"))).To(Satisfy(apierrors.IsForbidden), "only in the firewall namespace")
-		Expect(asAgent.Delete(ctx, slice)).To(Satisfy(apierrors.IsForbidden))
 		Expect(asAgent.Get(ctx, client.ObjectKeyFromObject(svc), &corev1.Service{})).To(Satisfy(apierrors.IsForbidden))
-		other := &discoveryv1.EndpointSlice{ObjectMeta: metav1.ObjectMeta{Name: "x", Namespace: "default"}, AddressType: discoveryv1.AddressTypeIPv4}
-		Expect(asAgent.Create(ctx, other)).To(Satisfy(apierrors.IsForbidden), "only in the firewall namespace")
+		mine := &discoveryv1.EndpointSlice{ObjectMeta: metav1.ObjectMeta{Name: "fw-0", Namespace: "firewall",
+			Labels: map[string]string{discoveryv1.LabelServiceName: fwv1alpha1.MetricsServiceName}}, AddressType: discoveryv1.AddressTypeIPv4}
+		Expect(asAgent.Create(ctx, mine)).To(Satisfy(apierrors.IsForbidden))
 	})
 })

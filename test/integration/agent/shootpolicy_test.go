@@ -20,12 +20,11 @@ import (
 
 // Issue #30, finding 2: the agent's 1 h shoot token could mint a token with
 // a 10-year expiry request, and create EndpointSlices that point the drop
-// receiver's Service elsewhere. The agent's shoot RBAC grants no token, and
+// receiver's Service elsewhere. The agent's shoot RBAC grants neither, and
 // the shoot's admission policy (what the extension's ManagedResource
-// deploys) refuses it any token even where RBAC grants one, and EndpointSlices
-// of other Services.
+// deploys) refuses it both even where RBAC grants them.
 var _ = Describe("the agent's shoot credential", func() {
-	It("mints no token, even when granted, and writes EndpointSlices of its metrics Service only", func(ctx SpecContext) {
+	It("mints no token and writes no EndpointSlice, even when granted", func(ctx SpecContext) {
 		admin, kubeconfig := startShoot(ctx)
 		cfg, err := clientcmd.RESTConfigFromKubeConfig(kubeconfig)
 		Expect(err).NotTo(HaveOccurred())
@@ -55,7 +54,7 @@ var _ = Describe("the agent's shoot credential", func() {
 		Expect(mint(nil, 600)).To(MatchError(ContainSubstring(refused)))
 		Expect(mint([]string{"firewall-drop.metal-firewall.io"}, 600)).To(MatchError(ContainSubstring(refused)))
 
-		By("an EndpointSlice of the drop receiver is refused; one of the metrics Service is not")
+		By("its RBAC grants no EndpointSlice: the extension publishes the metrics address")
 		slice := func(service, name string) *discoveryv1.EndpointSlice {
 			return &discoveryv1.EndpointSlice{
 				ObjectMeta:  metav1.ObjectMeta{Name: name, Namespace: constants.ShootNamespace, Labels: map[string]string{discoveryv1.LabelServiceName: service}},
@@ -63,18 +62,29 @@ var _ = Describe("the agent's shoot credential", func() {
 				Endpoints:   []discoveryv1.Endpoint{{Addresses: []string{"203.0.113.66"}}},
 			}
 		}
-		_, err = agent.DiscoveryV1().EndpointSlices(constants.ShootNamespace).Create(ctx, slice(constants.DropReceiverName, "firewall-drop-evil"), metav1.CreateOptions{})
-		Expect(err).To(MatchError(ContainSubstring("writes EndpointSlices of the Service " + fwv1alpha1.MetricsServiceName + " only")))
-		unlabelled := slice("", "no-service")
-		unlabelled.Labels = nil
-		_, err = agent.DiscoveryV1().EndpointSlices(constants.ShootNamespace).Create(ctx, unlabelled, metav1.CreateOptions{})
-		Expect(err).To(MatchError(ContainSubstring("EndpointSlices of the Service")))
-		mine, err := agent.DiscoveryV1().EndpointSlices(constants.ShootNamespace).Create(ctx, slice(fwv1alpha1.MetricsServiceName, "fw-a"), metav1.CreateOptions{})
-		Expect(err).NotTo(HaveOccurred())
+		slices := agent.DiscoveryV1().EndpointSlices(constants.ShootNamespace)
+		_, err = slices.Create(ctx, slice(fwv1alpha1.MetricsServiceName, "fw-a"), metav1.CreateOptions{})
+		Expect(err).To(MatchError(ContainSubstring(`cannot create resource "endpointslices"`)))
 
-		By("nor can it relabel its own slice to the drop receiver")
+		By("EndpointSlices granted by someone's Role are still refused: of any Service, and the extension's own")
+		Expect(admin.Create(ctx, &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: "grant-slices", Namespace: constants.ShootNamespace},
+			Rules: []rbacv1.PolicyRule{{APIGroups: []string{discoveryv1.GroupName}, Resources: []string{"endpointslices"}, Verbs: []string{"get", "create", "update", "patch", "delete"}}}})).To(Succeed())
+		Expect(admin.Create(ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "grant-slices", Namespace: constants.ShootNamespace},
+			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "grant-slices"},
+			Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: constants.AgentServiceAccountName, Namespace: metav1.NamespaceSystem}},
+		})).To(Succeed())
+		const noSlices = "the firewall agent writes no EndpointSlices"
+		Eventually(func() error {
+			_, err := slices.Create(ctx, slice(constants.DropReceiverName, "firewall-drop-evil"), metav1.CreateOptions{})
+			return err
+		}).WithTimeout(30 * time.Second).Should(MatchError(ContainSubstring(noSlices)))
+		_, err = slices.Create(ctx, slice(fwv1alpha1.MetricsServiceName, "fw-a"), metav1.CreateOptions{})
+		Expect(err).To(MatchError(ContainSubstring(noSlices)))
+		published := slice(fwv1alpha1.MetricsServiceName, "fw-published")
+		Expect(admin.Create(ctx, published)).To(Succeed())
 		patch := []byte(`{"metadata":{"labels":{"` + discoveryv1.LabelServiceName + `":"` + constants.DropReceiverName + `"}}}`)
-		_, err = agent.DiscoveryV1().EndpointSlices(constants.ShootNamespace).Patch(ctx, mine.Name, types.MergePatchType, patch, metav1.PatchOptions{})
-		Expect(err).To(MatchError(ContainSubstring("EndpointSlices of the Service")))
+		_, err = slices.Patch(ctx, published.Name, types.MergePatchType, patch, metav1.PatchOptions{})
+		Expect(err).To(MatchError(ContainSubstring(noSlices)), "no relabelling to the drop receiver")
+		Expect(slices.Delete(ctx, published.Name, metav1.DeleteOptions{})).To(MatchError(ContainSubstring(noSlices)))
 	})
 })

@@ -229,7 +229,7 @@ var _ = Describe("Extension firewall", func() {
 			}
 			if svc, ok := obj.(*corev1.Service); ok {
 				Expect(svc.Namespace).To(Equal("firewall"))
-				Expect(svc.Spec.Selector).To(BeEmpty(), "the agents write the EndpointSlices")
+				Expect(svc.Spec.Selector).To(BeEmpty(), "the extension writes its EndpointSlices")
 			}
 			if binding, ok := obj.(*rbacv1.RoleBinding); ok {
 				Expect(binding.Subjects).To(ConsistOf(rbacv1.Subject{Kind: "ServiceAccount", Name: "firewall-agent", Namespace: "kube-system"}))
@@ -242,7 +242,7 @@ var _ = Describe("Extension firewall", func() {
 			"*v1.ClusterRole firewall.metal-firewall.io:agent", "*v1.ClusterRoleBinding firewall.metal-firewall.io:agent",
 			"*v1.Service firewall-agent-metrics",
 			"*v1.ValidatingAdmissionPolicy firewall-agent.metal-firewall.io", "*v1.ValidatingAdmissionPolicyBinding firewall-agent.metal-firewall.io"),
-			"the Service the agents publish their metrics addresses under, and the policy that bounds the agent's tokens and EndpointSlices")
+			"the Service the firewalls' metrics addresses are published under, and the policy that refuses the agent tokens and EndpointSlices")
 
 		By("no long-lived credential anywhere in the seed")
 		all := &corev1.SecretList{}
