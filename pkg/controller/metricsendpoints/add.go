@@ -3,6 +3,7 @@ package metricsendpoints
 import (
 	"context"
 
+	resourcesv1alpha1 "github.com/gardener/gardener/pkg/apis/resources/v1alpha1"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
@@ -12,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	firewallv1alpha1 "github.com/metal-firewall/gardener-extension-firewall/pkg/apis/firewall/v1alpha1"
+	"github.com/metal-firewall/gardener-extension-firewall/pkg/constants"
 )
 
 // ControllerName is the controller's name in logs and metrics.
@@ -27,6 +29,14 @@ func (r *Reconciler) AddToManager(mgr manager.Manager) error {
 		Watches(&firewallv1alpha1.Firewall{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, obj client.Object) []reconcile.Request {
 			return []reconcile.Request{{NamespacedName: client.ObjectKey{Namespace: obj.GetNamespace()}}}
 		}), builder.WithPredicates(Changed())).
+		// A ManagedResource deleted while its firewalls stay (a deletion
+		// that finished late, e.g. behind a hibernated shoot's resource
+		// manager, or by hand) is written again.
+		Watches(&resourcesv1alpha1.ManagedResource{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, obj client.Object) []reconcile.Request {
+			return []reconcile.Request{{NamespacedName: client.ObjectKey{Namespace: obj.GetNamespace()}}}
+		}), builder.WithPredicates(predicate.NewPredicateFuncs(func(obj client.Object) bool {
+			return obj.GetName() == constants.MetricsManagedResourceName
+		}), predicate.GenerationChangedPredicate{})).
 		Complete(r)
 }
 

@@ -127,6 +127,18 @@ var _ = Describe("the firewalls' metrics addresses in the shoot", func() {
 		report("fw-a", "10.0.1.7:2112")
 		Eventually(inShoot).Should(HaveKeyWithValue("fw-a", published{discoveryv1.AddressTypeIPv4, "10.0.1.7", 2112, origin}))
 
+		By("a ManagedResource deleted while its firewalls stay is written again")
+		mr := &resourcesv1alpha1.ManagedResource{}
+		Expect(c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: constants.MetricsManagedResourceName}, mr)).To(Succeed())
+		Expect(c.Delete(ctx, mr)).To(Succeed())
+		Eventually(func(g Gomega) {
+			again := &resourcesv1alpha1.ManagedResource{}
+			g.Expect(c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: constants.MetricsManagedResourceName}, again)).To(Succeed())
+			g.Expect(again.UID).NotTo(Equal(mr.UID))
+			g.Expect(again.DeletionTimestamp).To(BeNil())
+		}).Should(Succeed())
+		Eventually(inShoot).Should(HaveLen(2))
+
 		By("a migration pauses the firewalls: this seed leaves the shoot's slices alone")
 		fw := &firewallv1alpha1.Firewall{}
 		Expect(c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: "fw-b"}, fw)).To(Succeed())
