@@ -166,8 +166,7 @@ func (s *Streams) Stop(ctx context.Context) (StreamsResult, error) {
 		_ = s.host[1].Wait()
 	}
 	// Only the sender: a sender that died early leaves its PID to be
-	// reused (a kill of it ended the lab's own shell once, exit 143), and
-	// why it died is in its log.
+	// reused, and why it died is in its log.
 	out, err := s.l.Run(ctx, `P=$(cat /lab/share/stream-send.pid); if grep -qs stream-send /proc/$P/cmdline; then kill $P; else echo "the sender had exited: $(tail -c 500 /lab/share/stream-send-vm.log)"; fi`)
 	errs = append(errs, err)
 	if strings.Contains(out, "had exited") {
@@ -191,7 +190,10 @@ func (s *Streams) Stop(ctx context.Context) (StreamsResult, error) {
 		_ = s.host[0].Process.Kill()
 		_ = s.host[0].Wait()
 	}
-	_, err = s.l.Run(ctx, "kill $(cat /lab/share/stream-recv.pid) 2>/dev/null; pkill -f 'iperf3 --server' || true")
+	// The bracket keeps pkill's pattern from matching this very shell, whose
+	// command line holds it: a plain 'iperf3 --server' killed the shell
+	// (exit 143) and failed every Stop.
+	_, err = s.l.Run(ctx, "kill $(cat /lab/share/stream-recv.pid) 2>/dev/null; pkill -f 'iperf3 --serve[r]' || true")
 	errs = append(errs, err)
 	if s.iperf != nil && s.iperf.Process != nil {
 		_ = s.iperf.Process.Signal(syscall.SIGINT)
