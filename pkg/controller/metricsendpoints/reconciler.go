@@ -6,8 +6,10 @@ import (
 	"slices"
 	"strings"
 
+	resourcesv1alpha1 "github.com/gardener/gardener/pkg/apis/resources/v1alpha1"
 	"github.com/gardener/gardener/pkg/client/kubernetes"
 	"github.com/gardener/gardener/pkg/utils/managedresources"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -58,6 +60,16 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		n++
 	}
 	if n == 0 {
+		// From the cache first: most namespaces never had one, and two
+		// DELETEs answered 404 per Firewall event would spend the
+		// extension's request budget at scale.
+		err := r.Client.Get(ctx, client.ObjectKey{Namespace: req.Namespace, Name: constants.MetricsManagedResourceName}, &resourcesv1alpha1.ManagedResource{})
+		if apierrors.IsNotFound(err) {
+			return reconcile.Result{}, nil
+		}
+		if err != nil {
+			return reconcile.Result{}, err
+		}
 		if err := managedresources.Delete(ctx, r.Client, req.Namespace, constants.MetricsManagedResourceName, true); err != nil {
 			return reconcile.Result{}, fmt.Errorf("deleting the metrics ManagedResource: %w", err)
 		}
