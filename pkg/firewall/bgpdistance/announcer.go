@@ -70,9 +70,9 @@ func (a *Announcer) InForce() (int32, bool) {
 // Announce makes FRR announce distance: it renders the configuration,
 // checks the result with `vtysh --dryrun`, writes it in place of the old
 // (atomically, keeping its owner and mode), runs FRR's reload, which
-// applies the difference to the running daemons, has bgpd send its EVPN
-// routes again (a soft refresh), and then resets the sessions to the fabric
-// once (see below). On any error the old
+// applies the difference to the running daemons, and has bgpd send its EVPN
+// routes again: by a reset of the sessions to the fabric when the prepend
+// changed, else by a soft refresh (see below). On any error the old
 // configuration stays on disk and in force, and the error says which step
 // failed. A distance already in force costs one read of the file.
 func (a *Announcer) Announce(ctx context.Context, distance int) error {
@@ -131,28 +131,31 @@ func (a *Announcer) Announce(ctx context.Context, distance int) error {
 		a.setInForce(-1)
 		return reloadErr
 	}
-	// bgpd re-evaluates changed route-maps on its route-map timer (5 s by
-	// default); a soft refresh sends the routes with the new AS path now,
-	// without resetting a session.
-	if err := a.sendAgain(ctx, "clear bgp l2vpn evpn * soft out", before,
-		fmt.Sprintf("sending the routes with distance %d", distance), fmt.Sprintf("distance %d", distance)); err != nil {
-		a.setInForce(-1)
-		return err
-	}
-	// Leaves whose FRR predates FRRouting/frr#18158 (10.3) take an EVPN
-	// prefix route's update as a withdraw and an install that race in
-	// zebra: the lab's leaf (FRR 8.4) kept the routes but lost the
-	// firewall's router MAC, and forwarded nothing to it until a session
-	// reset. So the sessions to the fabric are reset once the routes are out
-	// with the new distance: the fabric withdraws them, seconds apart from
-	// installing them again. Another firewall of the roll carries the
-	// traffic meanwhile; a lone one is still booting. A restarted agent
-	// whose file holds the distance already changed no route: no reset,
-	// which would cut off a lone firewall that serves.
-	if want != string(old) {
+	if announced, ok := Distance(string(old)); (ok && announced != distance) || (!ok && distance > 0) {
+		// Leaves whose FRR predates FRRouting/frr#18158 (10.3) take an
+		// EVPN prefix route's update as a withdraw and an install that race
+		// in zebra: the lab's leaf (FRR 8.4) kept the routes but lost the
+		// firewall's router MAC and forwarded nothing to it until a session
+		// reset, for as long as the update stood (11.5 s in a roll). So a
+		// new prepend never goes out as an update: the route-map
+		// delay-timer 0 in the file keeps bgpd from sending it at the
+		// reload, and a reset of the sessions to the fabric sends it with
+		// routes the fabric installs afresh. The fabric routes around the
+		// firewall for the seconds of the reset (another firewall of the
+		// roll carries the traffic; a lone one is still booting).
 		if err := a.sendAgain(ctx, "clear bgp l2vpn evpn *", before,
 			fmt.Sprintf("resetting the fabric's sessions with distance %d", distance),
 			fmt.Sprintf("distance %d after the sessions' reset", distance)); err != nil {
+			a.setInForce(-1)
+			return err
+		}
+	} else {
+		// The prepend is the one announced already (a restarted agent, a
+		// file an older agent wrote): a soft refresh sends the routes as
+		// they are, and no session is reset, which would cut off a lone
+		// firewall that serves.
+		if err := a.sendAgain(ctx, "clear bgp l2vpn evpn * soft out", before,
+			fmt.Sprintf("sending the routes with distance %d", distance), fmt.Sprintf("distance %d", distance)); err != nil {
 			a.setInForce(-1)
 			return err
 		}

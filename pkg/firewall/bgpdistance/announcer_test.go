@@ -77,8 +77,8 @@ var _ = Describe("Announcer", func() {
 		Expect(called()).To(HaveExactElements(
 			MatchRegexp(`^vtysh --dryrun --inputfile .*/\.frr\.conf\.firewall-agent$`),
 			"reload --reload "+conf,
-			"vtysh -c clear bgp l2vpn evpn * soft out",
-			"vtysh -c clear bgp l2vpn evpn *"))
+			"vtysh -c clear bgp l2vpn evpn *"), "a new prepend goes out by a session reset only, never as an update")
+		Expect(onDisk()).To(ContainSubstring("\nbgp route-map delay-timer 0\n"), "bgpd sends nothing by itself at the reload")
 		d, _ := bgpdistance.Distance(onDisk())
 		Expect(d).To(Equal(3))
 		info, err := os.Stat(conf)
@@ -88,9 +88,9 @@ var _ = Describe("Announcer", func() {
 		Expect(filepath.Glob(filepath.Join(dir, ".frr.conf*"))).To(BeEmpty(), "no temporary file stays")
 
 		Expect(a.Announce(ctx, 3)).To(Succeed())
-		Expect(called()).To(HaveLen(4), "an unchanged distance runs nothing")
+		Expect(called()).To(HaveLen(3), "an unchanged distance runs nothing")
 		Expect(a.Announce(ctx, 0)).To(Succeed())
-		Expect(called()).To(HaveLen(8))
+		Expect(called()).To(HaveLen(6))
 		d, _ = bgpdistance.Distance(onDisk())
 		Expect(d).To(BeZero())
 	})
@@ -100,12 +100,22 @@ var _ = Describe("Announcer", func() {
 		Expect(called()).To(ContainElement("vtysh -c clear bgp l2vpn evpn *"), "a new distance")
 		restarted := &bgpdistance.Announcer{ConfigPath: conf, Vtysh: a.Vtysh, Reload: a.Reload, SettleStable: a.SettleStable, SettleTimeout: a.SettleTimeout}
 		Expect(restarted.Announce(ctx, 3)).To(Succeed())
-		Expect(called()[4:]).To(HaveExactElements(
+		Expect(called()[3:]).To(HaveExactElements(
 			MatchRegexp(`^vtysh --dryrun`), "reload --reload "+conf, "vtysh -c clear bgp l2vpn evpn * soft out"),
 			"FRR runs the file, and no session is reset")
 		d, ok := restarted.InForce()
 		Expect(ok).To(BeTrue())
 		Expect(d).To(BeEquivalentTo(3))
+
+		By("a file an older agent wrote, with the distance but without the delay-timer: written, no reset")
+		older := strings.Replace(onDisk(), "bgp route-map delay-timer 0\n", "", 1)
+		Expect(older).NotTo(ContainSubstring("delay-timer"))
+		Expect(os.WriteFile(conf, []byte(older), 0o640)).To(Succeed())
+		upgraded := &bgpdistance.Announcer{ConfigPath: conf, Vtysh: a.Vtysh, Reload: a.Reload, SettleStable: a.SettleStable, SettleTimeout: a.SettleTimeout}
+		Expect(upgraded.Announce(ctx, 3)).To(Succeed())
+		Expect(onDisk()).To(ContainSubstring("\nbgp route-map delay-timer 0\n"))
+		Expect(called()[6:]).To(HaveExactElements(
+			MatchRegexp(`^vtysh --dryrun`), "reload --reload "+conf, "vtysh -c clear bgp l2vpn evpn * soft out"))
 	})
 
 	It("tells the distance in force only once bgpd sends its routes again after the reload's withdrawal", func(ctx context.Context) {
@@ -134,7 +144,7 @@ var _ = Describe("Announcer", func() {
 		By("routes that do not come back: the distance is not in force, and the error says which peer")
 		a.SettleTimeout = time.Second
 		err := a.Announce(ctx, 0)
-		Expect(err).To(MatchError(And(ContainSubstring("distance 0: bgpd did not send its routes again within 1s"), ContainSubstring("lan0 (0 of 1 prefixes)"))))
+		Expect(err).To(MatchError(And(ContainSubstring("distance 0 after the sessions' reset: bgpd did not send its routes again within 1s"), ContainSubstring("lan0 (0 of 1 prefixes)"))))
 		_, ok := a.InForce()
 		Expect(ok).To(BeFalse())
 	})
@@ -168,8 +178,8 @@ var _ = Describe("Announcer", func() {
 		Expect(err).To(MatchError(And(ContainSubstring("FRR refuses the configuration with distance 8"), ContainSubstring("% Unknown command"))))
 		Expect(onDisk()).To(Equal(before))
 		Expect(inForce()).To(BeEquivalentTo(3), "the old distance stays in force")
-		Expect(called()).To(HaveLen(5), "no reload after the refused check")
-		Expect(called()[4]).To(HavePrefix("vtysh --dryrun"))
+		Expect(called()).To(HaveLen(4), "no reload after the refused check")
+		Expect(called()[3]).To(HavePrefix("vtysh --dryrun"))
 	})
 
 	It("puts the old configuration back when the reload fails, and tells that none is known to be in force", func(ctx context.Context) {

@@ -17,6 +17,12 @@ const DefaultPeerGroup = "FABRIC"
 // MaxDistance bounds the prepends, as the Firewall's spec.distance is bounded.
 const MaxDistance = 8
 
+// delayTimer is bgpd's global route-map delay-timer the agent sets: 0 keeps
+// bgpd from sending routes again by itself when the route-map changes, so
+// that a new distance reaches the fabric only with the session reset that
+// follows (see Announcer.Announce), never as an update of a route in place.
+const delayTimer = "bgp route-map delay-timer 0"
+
 // routerBGP matches the default VRF's BGP instance; instances of VRFs have
 // a " vrf " after the ASN.
 var routerBGP = regexp.MustCompile(`^router bgp ([0-9]+)\s*$`)
@@ -24,7 +30,8 @@ var routerBGP = regexp.MustCompile(`^router bgp ([0-9]+)\s*$`)
 // Render returns conf, an FRR configuration as os-installer writes it, with
 // the distance announced: the route-map RouteMap prepending the default
 // VRF's ASN distance times, applied outbound to peerGroup (DefaultPeerGroup
-// when empty) in the l2vpn evpn
+// when empty), and bgpd's route-map delay-timer at 0 (replacing any other),
+// in the l2vpn evpn
 // address family, where the routes that carry the shoot's traffic (EVPN
 // type-5 of the VRFs) are announced. Rendering an already rendered
 // configuration replaces the agent's route-map, so Render(Render(c, 3), 0)
@@ -86,6 +93,7 @@ func Render(conf string, distance int, peerGroup string) (string, error) {
 
 	block := []string{
 		"! " + RouteMap + ": the firewall's distance, written by the firewall agent",
+		delayTimer,
 		"route-map " + RouteMap + " permit 10",
 	}
 	if distance > 0 {
@@ -122,12 +130,13 @@ func Distance(conf string) (distance int, ok bool) {
 }
 
 // withoutRouteMap drops the agent's route-map (with its comment and closing
-// "!") from lines; its attachment stays, to be found again.
+// "!") and any route-map delay-timer (the agent's is written with the
+// route-map) from lines; the route-map's attachment stays, to be found again.
 func withoutRouteMap(lines []string) []string {
 	out := make([]string, 0, len(lines))
 	for i := 0; i < len(lines); i++ {
 		l := lines[i]
-		if strings.HasPrefix(l, "! "+RouteMap+":") {
+		if strings.HasPrefix(l, "! "+RouteMap+":") || strings.HasPrefix(l, "bgp route-map delay-timer ") {
 			continue
 		}
 		if strings.HasPrefix(l, "route-map "+RouteMap+" ") {

@@ -104,6 +104,21 @@ var _ = Describe("Render", func() {
 		}
 	})
 
+	It("keeps bgpd from sending a changed route-map by itself: one delay-timer of 0, whatever was there", func() {
+		conf := firewallConfigs()["frr.conf.firewall"]
+		own := strings.Replace(conf, "router bgp ", "bgp route-map delay-timer 5\n!\nrouter bgp ", 1)
+		for _, c := range []string{conf, own} {
+			three, err := bgpdistance.Render(c, 3, "")
+			Expect(err).NotTo(HaveOccurred())
+			zero, err := bgpdistance.Render(three, 0, "")
+			Expect(err).NotTo(HaveOccurred())
+			for _, got := range []string{three, zero} {
+				Expect(strings.Count(got, "bgp route-map delay-timer")).To(Equal(1))
+				Expect(got).To(ContainSubstring("\nbgp route-map delay-timer 0\n"))
+			}
+		}
+	})
+
 	It("tells that a configuration without the agent's route-map announces no distance", func() {
 		for _, conf := range firewallConfigs() {
 			_, ok := bgpdistance.Distance(conf)
