@@ -99,6 +99,18 @@ func (a *Announcer) Announce(ctx context.Context, distance int) error {
 	if want == string(old) && current == distance {
 		return nil
 	}
+	// What the fabric has: what bgpd runs, else what the file says.
+	announced, complete, known := a.running(ctx)
+	if want == string(old) && known && complete && announced == distance {
+		// A restarted agent (a self-update, a crash) whose FRR runs the
+		// file already: FRR 8.4's reload would withdraw the firewall's
+		// routes for seconds even for an unchanged file (see settle).
+		a.setInForce(distance)
+		return nil
+	}
+	if !known {
+		announced, known = Distance(string(old))
+	}
 	info, err := os.Stat(path)
 	if err != nil {
 		return err
@@ -131,7 +143,7 @@ func (a *Announcer) Announce(ctx context.Context, distance int) error {
 		a.setInForce(-1)
 		return reloadErr
 	}
-	if announced, ok := Distance(string(old)); (ok && announced != distance) || (!ok && distance > 0) {
+	if (known && announced != distance) || (!known && distance > 0) {
 		// Leaves whose FRR predates FRRouting/frr#18158 (10.3) take an
 		// EVPN prefix route's update as a withdraw and an install that race
 		// in zebra: the lab's leaf (FRR 8.4) kept the routes but lost the

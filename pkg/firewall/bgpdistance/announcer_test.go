@@ -26,7 +26,8 @@ var _ = Describe("Announcer", func() {
 	// logs nothing: the JSON that FRR 8.4 prints, peers and prefixes sent.
 	program := func(name string, code int, out string) string {
 		p := filepath.Join(dir, name)
-		script := "#!/bin/sh\ncase \"$*\" in *'summary json'*) cat " + filepath.Join(dir, "summary") + "; exit 0;; esac\n" +
+		script := "#!/bin/sh\ncase \"$*\" in *'summary json'*) cat " + filepath.Join(dir, "summary") + "; exit 0;; " +
+			"*'show running-config'*) exec cat " + filepath.Join(dir, "running") + ";; esac\n" +
 			"echo \"" + name + " $*\" >>" + calls + "\necho '" + out + "'\nexit " + string(rune('0'+code)) + "\n"
 		Expect(os.WriteFile(p, []byte(script), 0o755)).To(Succeed())
 		return p
@@ -107,6 +108,23 @@ var _ = Describe("Announcer", func() {
 		Expect(ok).To(BeTrue())
 		Expect(d).To(BeEquivalentTo(3))
 
+		By("a restarted agent whose FRR runs the file already: no reload at all, which withdraws routes on FRR 8.4")
+		Expect(os.WriteFile(filepath.Join(dir, "running"), []byte("frr version 8.4.4\n"+onDisk()), 0o644)).To(Succeed())
+		again := &bgpdistance.Announcer{ConfigPath: conf, Vtysh: a.Vtysh, Reload: a.Reload, SettleStable: a.SettleStable, SettleTimeout: a.SettleTimeout}
+		Expect(again.Announce(ctx, 3)).To(Succeed())
+		Expect(called()).To(HaveLen(6), "nothing but the look at the running configuration")
+		d, ok = again.InForce()
+		Expect(ok).To(BeTrue())
+		Expect(d).To(BeEquivalentTo(3))
+		By("one whose FRR runs another distance than the file: reloaded, and the changed prepend sent by a reset")
+		running, err := bgpdistance.Render(onDisk(), 5, "")
+		Expect(err).NotTo(HaveOccurred())
+		Expect(os.WriteFile(filepath.Join(dir, "running"), []byte(running), 0o644)).To(Succeed())
+		Expect((&bgpdistance.Announcer{ConfigPath: conf, Vtysh: a.Vtysh, Reload: a.Reload, SettleStable: a.SettleStable, SettleTimeout: a.SettleTimeout}).Announce(ctx, 3)).To(Succeed())
+		Expect(called()[6:]).To(HaveExactElements(
+			MatchRegexp(`^vtysh --dryrun`), "reload --reload "+conf, "vtysh -c clear bgp l2vpn evpn *"))
+		Expect(os.Remove(filepath.Join(dir, "running"))).To(Succeed())
+
 		By("a file an older agent wrote, with the distance but without the delay-timer: written, no reset")
 		older := strings.Replace(onDisk(), "bgp route-map delay-timer 0\n", "", 1)
 		Expect(older).NotTo(ContainSubstring("delay-timer"))
@@ -114,7 +132,7 @@ var _ = Describe("Announcer", func() {
 		upgraded := &bgpdistance.Announcer{ConfigPath: conf, Vtysh: a.Vtysh, Reload: a.Reload, SettleStable: a.SettleStable, SettleTimeout: a.SettleTimeout}
 		Expect(upgraded.Announce(ctx, 3)).To(Succeed())
 		Expect(onDisk()).To(ContainSubstring("\nbgp route-map delay-timer 0\n"))
-		Expect(called()[6:]).To(HaveExactElements(
+		Expect(called()[9:]).To(HaveExactElements(
 			MatchRegexp(`^vtysh --dryrun`), "reload --reload "+conf, "vtysh -c clear bgp l2vpn evpn * soft out"))
 	})
 

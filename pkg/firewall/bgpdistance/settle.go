@@ -57,6 +57,25 @@ func (a *Announcer) advertised(ctx context.Context) (map[string]int, error) {
 	return sent, nil
 }
 
+// running reads what bgpd runs: the distance of its running configuration
+// (ok false when that holds none, or vtysh fails), and whether it runs that
+// one exactly as Render writes it (the delay-timer and the route-map's
+// attachment to the peer group too).
+func (a *Announcer) running(ctx context.Context) (distance int, complete, ok bool) {
+	ctx, cancel := context.WithTimeout(ctx, commandTimeout)
+	defer cancel()
+	var out bytes.Buffer
+	cmd := exec.CommandContext(ctx, or(a.Vtysh, DefaultVtysh), "-c", "show running-config") //nolint:gosec // FRR's own program
+	cmd.Stdout = &out
+	if err := cmd.Run(); err != nil {
+		return 0, false, false
+	}
+	lines := strings.Split(out.String(), "\n")
+	distance, ok = Distance(out.String())
+	attach := "neighbor " + or(a.PeerGroup, DefaultPeerGroup) + " route-map " + RouteMap + " out"
+	return distance, ok && hasLine(lines, delayTimer) && hasLine(lines, attach), ok
+}
+
 // bounded is a command's output as an error carries it: trimmed, at most
 // maxOutput bytes.
 func bounded(b []byte) string {
