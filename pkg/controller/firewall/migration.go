@@ -163,7 +163,9 @@ func (a *actuator) Restore(ctx context.Context, log logr.Logger, ex *extensionsv
 			if err := a.client.Create(ctx, obj); err != nil && !apierrors.IsAlreadyExists(err) {
 				return fmt.Errorf("restoring Firewall %s: %w", fw.Name, err)
 			}
-			if err := a.client.Get(ctx, client.ObjectKeyFromObject(obj), obj); err != nil {
+			// Past the cache: one that has not seen the Firewall just created
+			// failed the restore with "not found" (seen in CI under load).
+			if err := a.direct.Get(ctx, client.ObjectKeyFromObject(obj), obj); err != nil {
 				return err
 			}
 			if obj.Status.MachineStatus == nil && fw.Status.MachineStatus != nil {
