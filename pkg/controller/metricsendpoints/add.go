@@ -26,19 +26,21 @@ func (r *Reconciler) AddToManager(mgr manager.Manager) error {
 		r.Client = mgr.GetClient()
 	}
 	return builder.ControllerManagedBy(mgr).Named(ControllerName).
-		Watches(&firewallv1alpha1.Firewall{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, obj client.Object) []reconcile.Request {
-			return []reconcile.Request{{NamespacedName: client.ObjectKey{Namespace: obj.GetNamespace()}}}
-		}), builder.WithPredicates(Changed())).
+		Watches(&firewallv1alpha1.Firewall{}, byNamespace, builder.WithPredicates(Changed())).
 		// A ManagedResource deleted while its firewalls stay (a deletion
 		// that finished late, e.g. behind a hibernated shoot's resource
 		// manager, or by hand) is written again.
-		Watches(&resourcesv1alpha1.ManagedResource{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, obj client.Object) []reconcile.Request {
-			return []reconcile.Request{{NamespacedName: client.ObjectKey{Namespace: obj.GetNamespace()}}}
-		}), builder.WithPredicates(predicate.NewPredicateFuncs(func(obj client.Object) bool {
+		Watches(&resourcesv1alpha1.ManagedResource{}, byNamespace, builder.WithPredicates(predicate.NewPredicateFuncs(func(obj client.Object) bool {
 			return obj.GetName() == constants.MetricsManagedResourceName
 		}), predicate.GenerationChangedPredicate{})).
 		Complete(r)
 }
+
+// byNamespace asks for the object's namespace: the controller keeps one
+// ManagedResource per shoot namespace.
+var byNamespace = handler.EnqueueRequestsFromMapFunc(func(_ context.Context, obj client.Object) []reconcile.Request {
+	return []reconcile.Request{{NamespacedName: client.ObjectKey{Namespace: obj.GetNamespace()}}}
+})
 
 // Changed passes creations, deletions and updates of what the slices
 // depend on: the reported address, the deletion, the pause of a migration.

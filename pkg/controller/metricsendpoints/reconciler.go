@@ -3,8 +3,6 @@ package metricsendpoints
 import (
 	"context"
 	"fmt"
-	"slices"
-	"strings"
 
 	resourcesv1alpha1 "github.com/gardener/gardener/pkg/apis/resources/v1alpha1"
 	"github.com/gardener/gardener/pkg/client/kubernetes"
@@ -35,7 +33,6 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if err := r.Client.List(ctx, fws, client.InNamespace(req.Namespace)); err != nil {
 		return reconcile.Result{}, err
 	}
-	slices.SortFunc(fws.Items, func(a, b firewallv1alpha1.Firewall) int { return strings.Compare(a.Name, b.Name) })
 	registry := managedresources.NewRegistry(kubernetes.ShootScheme, kubernetes.ShootCodec, kubernetes.ShootSerializer)
 	n := 0
 	for i := range fws.Items {

@@ -20,19 +20,20 @@ const maxReported = 64
 // scrape may go to: a unicast address (no loopback, link-local, multicast
 // or unspecified one) and a port.
 func metricsAddress(fw *firewallv1alpha1.Firewall) (netip.AddrPort, error) {
-	if fw.Status.AgentStatus == nil || fw.Status.AgentStatus.MetricsAddress == "" {
+	value := reported(fw)
+	if value == "" {
 		return netip.AddrPort{}, nil
 	}
-	reported := fw.Status.AgentStatus.MetricsAddress
-	if len(reported) > maxReported {
-		reported = reported[:maxReported] + "..."
+	shown := value
+	if len(shown) > maxReported {
+		shown = shown[:maxReported] + "..."
 	}
-	addr, err := netip.ParseAddrPort(fw.Status.AgentStatus.MetricsAddress)
+	addr, err := netip.ParseAddrPort(value)
 	if err != nil {
-		return netip.AddrPort{}, fmt.Errorf("status.agentStatus.metricsAddress %q is no address and port", reported)
+		return netip.AddrPort{}, fmt.Errorf("status.agentStatus.metricsAddress %q is no address and port", shown)
 	}
 	if a := addr.Addr().Unmap(); !a.IsGlobalUnicast() || addr.Port() == 0 || a.Zone() != "" {
-		return netip.AddrPort{}, fmt.Errorf("status.agentStatus.metricsAddress %q is no unicast address and port a scrape may go to", reported)
+		return netip.AddrPort{}, fmt.Errorf("status.agentStatus.metricsAddress %q is no unicast address and port a scrape may go to", shown)
 	}
 	return netip.AddrPortFrom(addr.Addr().Unmap(), addr.Port()), nil
 }

@@ -86,3 +86,12 @@ func (s *metricsServer) address() netip.AddrPort {
 	}
 	return s.addr
 }
+
+// reported is the address as the agent reports it, "" when the metrics are
+// not served.
+func (s *metricsServer) reported() string {
+	if addr := s.address(); addr.IsValid() {
+		return addr.String()
+	}
+	return ""
+}

@@ -86,9 +86,7 @@ func (a *Agent) writeMonitor(ctx context.Context, cfg *agentconfigv1alpha1.Confi
 		}
 		status.Devices, status.Traffic = devices, trafficOf(devices)
 	}
-	if addr := a.internalMetrics.address(); addr.IsValid() {
-		status.MetricsAddress = addr.String()
-	}
+	status.MetricsAddress = a.internalMetrics.reported()
 	spec := fwv1alpha1.FirewallMonitorSpec{}
 	if fw != nil {
 		spec = fwv1alpha1.FirewallMonitorSpec{Size: fw.Spec.Size, Image: fw.Spec.Image, Partition: fw.Spec.Partition,

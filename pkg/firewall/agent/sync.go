@@ -124,10 +124,8 @@ func (a *Agent) reportSources(ctx context.Context, cfg *agentconfigv1alpha1.Conf
 	}
 	supported, distance := a.distanceStatus()
 	hb := seedsource.Heartbeat{Message: message, LastShootRun: a.lastShootRun,
-		AppliedGeneration: a.appliedGeneration, SelfUpdate: a.updateStatus(), DistanceSupported: supported, Distance: distance}
-	if addr := a.internalMetrics.address(); addr.IsValid() {
-		hb.MetricsAddress = addr.String()
-	}
+		AppliedGeneration: a.appliedGeneration, SelfUpdate: a.updateStatus(), DistanceSupported: supported, Distance: distance,
+		MetricsAddress: a.internalMetrics.reported()}
 	r.seed.report(ctx, a.Log, hb)
 	if inForce {
 		r.policies.report(ctx, a.Log, a.fqdnStatus)
