@@ -50,6 +50,15 @@ test:
 	if [ -n "$$failed" ]; then echo "make test: FAILED:$$failed"; exit 1; fi; \
 	echo "make test: all suites passed"
 
+# Gardener's local setup: this extension into the kind clusters of a gardener checkout at
+# GARDENER_REPO_ROOT (gardener-operator), with skaffold (hack/local-setup.sh; skaffold and
+# kustomize are built from the module proxy into TOOLS_BIN). extension-dev rebuilds on demand.
+GARDENER_REPO_ROOT ?= $(REPO_ROOT)/../gardener
+RUNTIME_KUBECONFIG ?= $(GARDENER_REPO_ROOT)/dev-setup/kubeconfigs/runtime/kubeconfig
+.PHONY: extension-up extension-dev extension-down
+extension-up extension-dev extension-down:
+	@RUNTIME_KUBECONFIG=$(RUNTIME_KUBECONFIG) TOOLS_BIN=$(TOOLS_BIN) hack/local-setup.sh $(subst extension-,,$@)
+
 # The root and integration suites (all but e2e, fuzzing and Istio's) REPEAT
 # times in a row on this machine, each round with the leftover check; stops at
 # the first failure, naming the round and its output (hack/repeat.sh).
