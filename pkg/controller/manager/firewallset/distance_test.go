@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	testclock "k8s.io/utils/clock/testing"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -63,6 +64,18 @@ var _ = Describe("Distances", func() {
 		meta.SetStatusCondition(&fw.Status.Conditions, metav1.Condition{Type: firewallv1alpha1.ConditionReady, Status: status, Reason: "Test"})
 		Expect(c.Status().Patch(ctx, fw, patch)).To(Succeed())
 	}
+	// report plays the agents: each announces the distance it was given.
+	report := func() {
+		GinkgoHelper()
+		list := &firewallv1alpha1.FirewallList{}
+		Expect(c.List(ctx, list, client.InNamespace(namespace))).To(Succeed())
+		for i := range list.Items {
+			fw := &list.Items[i]
+			patch := client.MergeFrom(fw.DeepCopy())
+			fw.Status.AgentStatus = &firewallv1alpha1.AgentStatus{LastRunAgainstSeed: &metav1.Time{Time: time.Now()}, DistanceSupported: true, Distance: ptr.To(fw.Spec.Distance)}
+			Expect(c.Status().Patch(ctx, fw, patch)).To(Succeed())
+		}
+	}
 	setDistance := func(d int32) {
 		GinkgoHelper()
 		Expect(c.Get(ctx, client.ObjectKeyFromObject(set), set)).To(Succeed())
@@ -87,11 +100,17 @@ var _ = Describe("Distances", func() {
 		By("keeping the traffic where it is when all are Ready")
 		setReady("0", true)
 		setReady("1", true)
+		report()
 		reconcileOnce()
 		Expect(distances()).To(Equal(map[string]int32{"2": 0, "0": 1, "1": 2}))
 
-		By("moving it to the next one when the first is no longer Ready")
+		By("moving it to the next one when the first is no longer Ready, one firewall at a time")
 		setReady("2", false)
+		reconcileOnce()
+		Expect(distances()).To(Equal(map[string]int32{"0": 0, "1": 2, "2": 3}), "1 waits while 0 resets its sessions")
+		reconcileOnce()
+		Expect(distances()).To(Equal(map[string]int32{"0": 0, "1": 2, "2": 3}), "0 has not announced its distance yet")
+		report()
 		reconcileOnce()
 		Expect(distances()).To(Equal(map[string]int32{"0": 0, "1": 1, "2": 2}))
 
@@ -99,5 +118,94 @@ var _ = Describe("Distances", func() {
 		setDistance(firewallv1alpha1.LongestDistance - 1)
 		reconcileOnce()
 		Expect(distances()).To(Equal(map[string]int32{"0": 7, "1": 8, "2": 8}))
+	})
+	It("keeps a lone survivor's distance until another firewall can carry the traffic", func() {
+		setDistance(firewallv1alpha1.ShortestDistance)
+		Expect(c.Get(ctx, client.ObjectKeyFromObject(set), set)).To(Succeed())
+		set.Spec.Replicas = 2
+		Expect(c.Update(ctx, set)).To(Succeed())
+		reconcileOnce()
+		setReady("0", true)
+		setReady("1", true)
+		report()
+		reconcileOnce()
+		Expect(distances()).To(Equal(map[string]int32{"0": 0, "1": 1}))
+
+		By("deleting the firewall that carries")
+		first := &firewallv1alpha1.Firewall{}
+		Expect(c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: set.Name + "-0"}, first)).To(Succeed())
+		first.Finalizers = append(first.Finalizers, "test/hold")
+		Expect(c.Update(ctx, first)).To(Succeed())
+		Expect(c.Delete(ctx, first)).To(Succeed())
+		reconcileOnce()
+		Expect(distances()).To(Equal(map[string]int32{"0": 0, "1": 1, "2": 2}),
+			"the survivor keeps 1 (no reset while it carries alone), its replacement comes in behind it")
+
+		By("moving the survivor once its replacement is Ready and announces its distance")
+		setReady("2", true)
+		reconcileOnce()
+		Expect(distances()).To(HaveKeyWithValue("1", int32(1)), "the replacement has not announced its distance")
+		report()
+		reconcileOnce()
+		Expect(distances()).To(Equal(map[string]int32{"0": 0, "1": 0, "2": 2}), "the replacement waits while the survivor resets")
+		report()
+		reconcileOnce()
+		Expect(distances()).To(Equal(map[string]int32{"0": 0, "1": 0, "2": 1}))
+	})
+
+	It("moves a lone Ready firewall at once when a failed one may still attract the traffic", func() {
+		setDistance(firewallv1alpha1.ShortestDistance)
+		Expect(c.Get(ctx, client.ObjectKeyFromObject(set), set)).To(Succeed())
+		set.Spec.Replicas = 2
+		Expect(c.Update(ctx, set)).To(Succeed())
+		reconcileOnce()
+		setReady("0", true)
+		setReady("1", true)
+		report()
+		reconcileOnce()
+		Expect(distances()).To(Equal(map[string]int32{"0": 0, "1": 1}))
+
+		setReady("0", false)
+		reconcileOnce()
+		Expect(distances()).To(Equal(map[string]int32{"0": 1, "1": 0}), "no other firewall carries, but 0 announces a shorter distance")
+	})
+
+	It("lets another set's firewall carry the traffic, and moves a lone one from the rolling distance", func() {
+		setDistance(firewallv1alpha1.ShortestDistance)
+		Expect(c.Get(ctx, client.ObjectKeyFromObject(set), set)).To(Succeed())
+		set.Spec.Replicas = 1
+		Expect(c.Update(ctx, set)).To(Succeed())
+		reconcileOnce()
+		setReady("0", true)
+		report()
+		reconcileOnce()
+		Expect(distances()).To(Equal(map[string]int32{"0": 0}))
+
+		By("a lone firewall at 1 keeps it")
+		update := func(d int32) {
+			GinkgoHelper()
+			fw := &firewallv1alpha1.Firewall{}
+			Expect(c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: set.Name + "-0"}, fw)).To(Succeed())
+			fw.Spec.Distance = d
+			Expect(c.Update(ctx, fw)).To(Succeed())
+			report()
+		}
+		update(1)
+		reconcileOnce()
+		Expect(distances()).To(Equal(map[string]int32{"0": 1}))
+
+		By("another set's Ready firewall that announces its distance carries meanwhile")
+		other := &firewallv1alpha1.Firewall{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: set.Name + "-9"}, Spec: firewallv1alpha1.FirewallSpec{Distance: firewallv1alpha1.LongestDistance}}
+		Expect(c.Create(ctx, other)).To(Succeed())
+		setReady("9", true)
+		report()
+		reconcileOnce()
+		Expect(distances()).To(Equal(map[string]int32{"0": 0, "9": firewallv1alpha1.LongestDistance}))
+
+		By("a lone firewall at the rolling distance takes the shortest, where a rolling set would tie with it")
+		Expect(c.Delete(ctx, other)).To(Succeed())
+		update(firewallv1alpha1.RollingUpdateDistance)
+		reconcileOnce()
+		Expect(distances()).To(Equal(map[string]int32{"0": 0}))
 	})
 })

@@ -14,7 +14,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
@@ -61,8 +60,10 @@ type Reconciler struct {
 // DefaultReplacementBackoff is the default ReplacementBackoff.
 const DefaultReplacementBackoff = time.Minute
 
-// AddToManager registers the controller. Every Firewall event reaches the
-// sets whose selector matches it, so orphans are adopted without delay.
+// AddToManager registers the controller. Every Firewall event reaches every
+// set of its namespace: the sets whose selector matches it adopt orphans
+// without delay, and a set whose firewall waits for another set's firewall
+// to carry the traffic (distances) sees that one's report.
 func (r *Reconciler) AddToManager(mgr manager.Manager) error {
 	if r.Client == nil {
 		r.Client = mgr.GetClient()
@@ -75,21 +76,19 @@ func (r *Reconciler) AddToManager(mgr manager.Manager) error {
 	}
 	return builder.ControllerManagedBy(mgr).Named("firewallset").WithOptions(controller.Options{MaxConcurrentReconciles: r.Workers}).
 		For(&firewallv1alpha1.FirewallSet{}).
-		Watches(&firewallv1alpha1.Firewall{}, handler.EnqueueRequestsFromMapFunc(r.setsSelecting)).
+		Watches(&firewallv1alpha1.Firewall{}, handler.EnqueueRequestsFromMapFunc(r.setsOfNamespace)).
 		Complete(r)
 }
 
-func (r *Reconciler) setsSelecting(ctx context.Context, obj client.Object) []reconcile.Request {
+func (r *Reconciler) setsOfNamespace(ctx context.Context, obj client.Object) []reconcile.Request {
 	list := &firewallv1alpha1.FirewallSetList{}
 	if err := r.Client.List(ctx, list, client.InNamespace(obj.GetNamespace())); err != nil {
 		log.FromContext(ctx).Error(err, "Listing FirewallSets")
 		return nil
 	}
-	var reqs []reconcile.Request
+	reqs := make([]reconcile.Request, 0, len(list.Items))
 	for _, s := range list.Items {
-		if len(s.Spec.Selector) > 0 && labels.SelectorFromSet(s.Spec.Selector).Matches(labels.Set(obj.GetLabels())) {
-			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&s)})
-		}
+		reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&s)})
 	}
 	return reqs
 }
@@ -127,11 +126,16 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 			active = append(active, fw)
 		}
 	}
-	ranks := distances(set, active)
+	others, err := r.othersInNamespace(ctx, set, firewalls)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	ranks := distances(set, active, others)
 	for _, fw := range active {
 		if err := r.updateMutable(ctx, set, fw, ranks[fw.Name]); err != nil {
 			return reconcile.Result{}, err
 		}
+		fw.Spec.Distance = ranks[fw.Name] // what create ranks a new one behind
 	}
 	h, err := r.replaceFailed(ctx, set, firewalls, active)
 	if err != nil {
@@ -148,6 +152,27 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		h.drop(others[:-missing])
 	}
 	return r.updateStatus(ctx, set, h)
+}
+
+// othersInNamespace returns the namespace's active Firewalls that are not
+// the set's: during a roll, those of the other set carry the traffic while
+// one of the set's firewalls announces a new distance.
+func (r *Reconciler) othersInNamespace(ctx context.Context, set *firewallv1alpha1.FirewallSet, own []*firewallv1alpha1.Firewall) ([]*firewallv1alpha1.Firewall, error) {
+	list := &firewallv1alpha1.FirewallList{}
+	if err := r.Client.List(ctx, list, client.InNamespace(set.Namespace)); err != nil {
+		return nil, err
+	}
+	mine := sets.New[string]()
+	for _, fw := range own {
+		mine.Insert(fw.Name)
+	}
+	var others []*firewallv1alpha1.Firewall
+	for i := range list.Items {
+		if fw := &list.Items[i]; fw.DeletionTimestamp == nil && !mine.Has(fw.Name) {
+			others = append(others, fw)
+		}
+	}
+	return others, nil
 }
 
 // ownedFirewalls returns the set's Firewalls, adopting those that match its
@@ -190,14 +215,19 @@ func (r *Reconciler) updateMutable(ctx context.Context, set *firewallv1alpha1.Fi
 // create adds missing Firewalls under the lowest free names <set>-<n>: a
 // fixed name makes a retry after a stale cache fail with AlreadyExists
 // instead of creating one Firewall too many. A new Firewall ranks after the
-// existing ones: the set re-ranks them once it sees which is Ready.
+// existing ones, and further than every Ready one (which may keep a longer
+// distance than its rank's, see distances): the set re-ranks them once it
+// sees which is Ready.
 func (r *Reconciler) create(ctx context.Context, set *firewallv1alpha1.FirewallSet, existing []*firewallv1alpha1.Firewall, count int) error {
 	taken := sets.New[string]()
-	rank := 0
+	rank, floor := 0, int32(0)
 	for _, fw := range existing {
 		taken.Insert(fw.Name)
 		if fw.DeletionTimestamp == nil {
 			rank++
+			if isReady(fw) {
+				floor = max(floor, fw.Spec.Distance+1)
+			}
 		}
 	}
 	for i := 0; count > 0; i++ {
@@ -214,7 +244,7 @@ func (r *Reconciler) create(ctx context.Context, set *firewallv1alpha1.FirewallS
 			},
 			Spec: *set.Spec.Template.Spec.DeepCopy(),
 		}
-		fw.Spec.Distance = rankDistance(set.Spec.Distance, rank)
+		fw.Spec.Distance = min(max(rankDistance(set.Spec.Distance, rank), floor), firewallv1alpha1.LongestDistance)
 		rank++
 		if err := controllerutil.SetControllerReference(set, fw, r.Client.Scheme()); err != nil {
 			return err
