@@ -34,6 +34,16 @@ const (
 	KubeAPIBurst = 130
 )
 
+// The client-side limits of the extension's requests for firewall credentials
+// by default (--credentials-kube-api-qps, --credentials-kube-api-burst; the
+// chart's kubeAPI.credentials values): each boot token takes 35 access
+// reviews first, so at --kube-api-qps a seed's firewalls got their machines
+// at 150 a minute.
+const (
+	CredentialsKubeAPIQPS   = 300
+	CredentialsKubeAPIBurst = 400
+)
+
 // Names of the `firewall` extension in the seed and in the shoot.
 const (
 	// FirewallDeploymentName is the name of the shoot's FirewallDeployment in the seed.

@@ -2,7 +2,6 @@ package credentials
 
 import (
 	"context"
-	"fmt"
 	"strings"
 
 	authorizationv1 "k8s.io/api/authorization/v1"
@@ -12,16 +11,21 @@ import (
 )
 
 // dangerous is what no firewall boot identity may be allowed anywhere in the
-// seed (Namespace "" asks about every namespace at once): becoming a node
-// (the CSR auto-approval of kubelet client certificates, the attack a
-// bootstrap token enabled on every ManagedSeed), approving or signing
-// certificates, acting as someone else, granting itself more, minting tokens,
-// reading secrets, running or entering pods, reaching nodes, changing
-// admission, or anything at all. A SubjectAccessReview without a name is
-// answered by rules without resourceNames; the names below are the ones a
-// grant limited by name would aim at.
+// seed: becoming a node (the CSR auto-approval of kubelet client
+// certificates, the attack a bootstrap token enabled on every ManagedSeed),
+// approving or signing certificates, acting as someone else, granting itself
+// more, minting tokens, reading secrets, running or entering pods, reaching
+// nodes, changing admission, or anything at all.
+//
+// Each question is the widest one a single review can ask: a review of a
+// named object is also allowed by the rules without resourceNames, and one in
+// a namespace also by the cluster-wide bindings, so the names below are the
+// ones a grant limited by name would aim at, and namespaced resources are
+// asked about in the boot namespace or kube-system, not cluster-wide. Fewer
+// reviews per boot token (35) bound how fast a seed's firewalls get theirs.
 func dangerous(bootNamespace string) []authorizationv1.ResourceAttributes {
 	const rbac, apps, admission = "rbac.authorization.k8s.io", "apps", "admissionregistration.k8s.io"
+	system := metav1.NamespaceSystem
 	return []authorizationv1.ResourceAttributes{
 		{Group: certificatesv1.GroupName, Resource: "certificatesigningrequests", Subresource: "nodeclient", Verb: "create"},
 		{Group: certificatesv1.GroupName, Resource: "certificatesigningrequests", Subresource: "selfnodeclient", Verb: "create"},
@@ -29,36 +33,31 @@ func dangerous(bootNamespace string) []authorizationv1.ResourceAttributes {
 		{Group: certificatesv1.GroupName, Resource: "signers", Name: certificatesv1.KubeAPIServerClientSignerName, Verb: "approve"},
 		{Group: certificatesv1.GroupName, Resource: "certificatesigningrequests", Subresource: "approval", Verb: "update"},
 		// Acting as someone else.
-		{Resource: "users", Verb: "impersonate"},
 		{Resource: "users", Name: "system:admin", Verb: "impersonate"},
-		{Resource: "groups", Verb: "impersonate"},
 		{Resource: "groups", Name: "system:masters", Verb: "impersonate"},
-		{Resource: "serviceaccounts", Verb: "impersonate"},
+		{Resource: "serviceaccounts", Namespace: system, Verb: "impersonate"},
 		{Group: "authentication.k8s.io", Resource: "uids", Verb: "impersonate"},
 		{Group: "authentication.k8s.io", Resource: "userextras", Verb: "impersonate"},
 		// Granting itself more.
 		{Group: rbac, Resource: "clusterroles", Verb: "escalate"},
 		{Group: rbac, Resource: "clusterroles", Verb: "bind"},
-		{Group: rbac, Resource: "roles", Verb: "escalate"},
-		{Group: rbac, Resource: "roles", Verb: "bind"},
+		{Group: rbac, Resource: "roles", Namespace: system, Verb: "escalate"},
+		{Group: rbac, Resource: "roles", Namespace: system, Verb: "bind"},
 		{Group: rbac, Resource: "clusterrolebindings", Verb: "create"},
-		{Group: rbac, Resource: "rolebindings", Verb: "create"},
-		// Tokens and secrets, anywhere.
+		{Group: rbac, Resource: "rolebindings", Namespace: system, Verb: "create"},
+		// Tokens and secrets.
 		{Resource: "serviceaccounts", Subresource: "token", Namespace: bootNamespace, Verb: "create"},
-		{Resource: "serviceaccounts", Subresource: "token", Verb: "create"},
 		{Resource: "secrets", Namespace: bootNamespace, Verb: "get"},
-		{Resource: "secrets", Namespace: metav1.NamespaceSystem, Verb: "list"},
-		{Resource: "secrets", Verb: "get"},
-		{Resource: "secrets", Verb: "list"},
-		{Resource: "secrets", Verb: "watch"},
+		{Resource: "secrets", Namespace: system, Verb: "get"},
+		{Resource: "secrets", Namespace: system, Verb: "list"},
+		{Resource: "secrets", Namespace: system, Verb: "watch"},
 		// Running or entering pods, reaching nodes.
-		{Resource: "pods", Namespace: metav1.NamespaceSystem, Verb: "create"},
-		{Resource: "pods", Verb: "create"},
-		{Resource: "pods", Subresource: "exec", Verb: "create"},
-		{Resource: "pods", Subresource: "attach", Verb: "create"},
-		{Resource: "pods", Subresource: "ephemeralcontainers", Verb: "patch"},
-		{Group: apps, Resource: "deployments", Verb: "create"},
-		{Group: apps, Resource: "daemonsets", Verb: "create"},
+		{Resource: "pods", Namespace: system, Verb: "create"},
+		{Resource: "pods", Subresource: "exec", Namespace: system, Verb: "create"},
+		{Resource: "pods", Subresource: "attach", Namespace: system, Verb: "create"},
+		{Resource: "pods", Subresource: "ephemeralcontainers", Namespace: system, Verb: "patch"},
+		{Group: apps, Resource: "deployments", Namespace: system, Verb: "create"},
+		{Group: apps, Resource: "daemonsets", Namespace: system, Verb: "create"},
 		{Resource: "nodes", Verb: "get"},
 		{Resource: "nodes", Subresource: "proxy", Verb: "get"},
 		{Resource: "nodes", Verb: "patch"},
@@ -78,19 +77,7 @@ func dangerous(bootNamespace string) []authorizationv1.ResourceAttributes {
 func BootIdentityHarmless(ctx context.Context, c client.Client, bootNamespace, namespace, name string) ([]string, error) {
 	user := BootUser(bootNamespace, namespace, name)
 	groups := append(BootGroups(bootNamespace), "system:authenticated")
-	var held []string
-	for _, attrs := range dangerous(bootNamespace) {
-		sar := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
-			User: user, Groups: groups, ResourceAttributes: attrs.DeepCopy(),
-		}}
-		if err := c.Create(ctx, sar); err != nil {
-			return nil, fmt.Errorf("SubjectAccessReview for the boot identity: %w", err)
-		}
-		if sar.Status.Allowed {
-			held = append(held, describe(attrs))
-		}
-	}
-	return held, nil
+	return review(ctx, c, user, groups, dangerous(bootNamespace), "the boot identity")
 }
 
 func describe(a authorizationv1.ResourceAttributes) string {

@@ -3,6 +3,7 @@ package credentials_test
 import (
 	"context"
 	"errors"
+	"sync"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -17,6 +18,7 @@ import (
 
 var _ = Describe("BootIdentityHarmless", func() {
 	var (
+		mu      sync.Mutex // the reviews are asked a few at a time
 		reviews []authorizationv1.SubjectAccessReviewSpec
 		allow   func(*authorizationv1.ResourceAttributes) bool
 		fail    error
@@ -34,6 +36,8 @@ var _ = Describe("BootIdentityHarmless", func() {
 				if fail != nil {
 					return fail
 				}
+				mu.Lock()
+				defer mu.Unlock()
 				reviews = append(reviews, sar.Spec)
 				sar.Status.Allowed = allow(sar.Spec.ResourceAttributes)
 				return nil

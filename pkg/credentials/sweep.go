@@ -20,9 +20,6 @@ import (
 // is seen by the next boot token minted after it.
 const DefaultSweepTTL = time.Minute
 
-// sweepWorkers bounds the SubjectAccessReviews in flight.
-const sweepWorkers = 8
-
 // Sweep asks the seed what the groups of every boot identity
 // (system:serviceaccounts, system:serviceaccounts:<boot namespace>,
 // system:authenticated) may do: every write verb on every resource and
@@ -82,7 +79,7 @@ func (s *Sweep) Held(ctx context.Context, bootNamespace string) ([]string, error
 	if err != nil {
 		return nil, err
 	}
-	held, err := s.ask(ctx, append(BootGroups(bootNamespace), "system:authenticated"), attrs)
+	held, err := review(ctx, s.Client, "", append(BootGroups(bootNamespace), "system:authenticated"), attrs, "the boot identity's groups")
 	if err != nil {
 		return nil, err
 	}
@@ -143,53 +140,4 @@ func (s *Sweep) questions(bootNamespace string) ([]authorizationv1.ResourceAttri
 		return nil, errors.New("discovery of the seed's resources: nothing to ask about")
 	}
 	return out, nil
-}
-
-// ask sends one SubjectAccessReview per attribute for the groups, a few at
-// a time, and returns the allowed ones in the order asked.
-func (s *Sweep) ask(ctx context.Context, groups []string, attrs []authorizationv1.ResourceAttributes) ([]string, error) {
-	allowed := make([]bool, len(attrs))
-	errs := make([]error, len(attrs))
-	next := make(chan int)
-	var wg sync.WaitGroup
-	for range sweepWorkers {
-		wg.Go(func() {
-			for i := range next {
-				sar := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
-					Groups: groups, ResourceAttributes: attrs[i].DeepCopy(),
-				}}
-				if err := s.Client.Create(ctx, sar); err != nil {
-					errs[i] = fmt.Errorf("SubjectAccessReview for the boot identity's groups: %w", err)
-					continue
-				}
-				allowed[i] = sar.Status.Allowed
-			}
-		})
-	}
-	for i := range attrs {
-		next <- i
-	}
-	close(next)
-	wg.Wait()
-	if err := firstError(errs); err != nil {
-		return nil, err
-	}
-	var held []string
-	for i, ok := range allowed {
-		if ok {
-			held = append(held, describe(attrs[i]))
-		}
-	}
-	return held, nil
-}
-
-// firstError keeps a failed sweep's message bounded: one error, not one per
-// review.
-func firstError(errs []error) error {
-	for _, err := range errs {
-		if err != nil {
-			return err
-		}
-	}
-	return nil
 }

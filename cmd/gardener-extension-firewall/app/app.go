@@ -158,6 +158,7 @@ func AddToManager(ctx context.Context, mgr manager.Manager, opts *Options, provi
 			Server: opts.SeedServer, CAData: caData, TokenValidity: opts.BootTokenValidity, Namespace: opts.BootNamespace,
 			SecretNames: []string{constants.ShootAccessSecretName},
 			Delivery:    &credentials.ShootDelivery{SeedClient: mgr.GetClient()},
+			KubeAPIQPS:  opts.CredentialsKubeAPIQPS, KubeAPIBurst: opts.CredentialsKubeAPIBurst,
 		},
 	}); err != nil {
 		return err

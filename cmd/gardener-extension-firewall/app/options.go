@@ -24,9 +24,13 @@ import (
 
 // Options are the command line flags.
 type Options struct {
-	Kubeconfig                string
-	KubeAPIQPS                float32
-	KubeAPIBurst              int
+	Kubeconfig   string
+	KubeAPIQPS   float32
+	KubeAPIBurst int
+	// CredentialsKubeAPIQPS and CredentialsKubeAPIBurst limit the requests
+	// for firewall credentials (access reviews, tokens, RBAC) on their own.
+	CredentialsKubeAPIQPS     float32
+	CredentialsKubeAPIBurst   int
 	Workers                   int
 	LeaderElection            bool
 	LeaderElectionNamespace   string
@@ -94,6 +98,8 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.Kubeconfig, "kubeconfig", "", "kubeconfig of the seed; in-cluster config when empty")
 	fs.Float32Var(&o.KubeAPIQPS, "kube-api-qps", constants.KubeAPIQPS, "requests per second to the seed's kube-apiserver (client-side limit; a firewall's first reconcile needs about 25)")
 	fs.IntVar(&o.KubeAPIBurst, "kube-api-burst", constants.KubeAPIBurst, "burst of requests to the seed's kube-apiserver")
+	fs.Float32Var(&o.CredentialsKubeAPIQPS, "credentials-kube-api-qps", constants.CredentialsKubeAPIQPS, "requests per second for firewall credentials (access reviews, boot tokens, RBAC), apart from --kube-api-qps: each boot token takes 35 access reviews first")
+	fs.IntVar(&o.CredentialsKubeAPIBurst, "credentials-kube-api-burst", constants.CredentialsKubeAPIBurst, "burst of requests for firewall credentials")
 	fs.IntVar(&o.Workers, "workers", firewallmanager.DefaultWorkers, "objects each firewall controller reconciles at once")
 	fs.BoolVar(&o.LeaderElection, "leader-election", true, "elect a leader among replicas")
 	fs.StringVar(&o.LeaderElectionNamespace, "leader-election-namespace", "", "namespace of the leader election lease (default: the pod's namespace)")
@@ -165,6 +171,9 @@ func (o *Options) Validate() error {
 	}
 	if o.HealthCheckSyncPeriod < 10*time.Second {
 		errs = append(errs, fmt.Errorf("--healthcheck-sync-period %s must be at least 10s", o.HealthCheckSyncPeriod))
+	}
+	if o.CredentialsKubeAPIQPS <= 0 || o.CredentialsKubeAPIBurst <= 0 {
+		errs = append(errs, fmt.Errorf("--credentials-kube-api-qps (%v) and --credentials-kube-api-burst (%d) must be positive", o.CredentialsKubeAPIQPS, o.CredentialsKubeAPIBurst))
 	}
 	if o.KubeAPIQPS <= 0 || o.KubeAPIBurst <= 0 || o.Workers <= 0 {
 		errs = append(errs, fmt.Errorf("--kube-api-qps (%v), --kube-api-burst (%d) and --workers (%d) must be positive", o.KubeAPIQPS, o.KubeAPIBurst, o.Workers))

@@ -131,6 +131,12 @@ var _ = Describe("Options", func() {
 		Expect(parse().RollRequestInterval.String()).To(Equal("1m0s"))
 	})
 
+	It("limits the requests for credentials on their own, and refuses no limit", func() {
+		Expect(parse().CredentialsKubeAPIQPS).To(BeEquivalentTo(300))
+		Expect(parse().CredentialsKubeAPIBurst).To(Equal(400))
+		Expect(parse("--credentials-kube-api-qps=0").Validate()).To(MatchError(ContainSubstring("--credentials-kube-api-qps (0) and --credentials-kube-api-burst (400) must be positive")))
+	})
+
 	It("refuses a health check period that would hammer the kube-apiserver, and defaults to Gardener's 30s", func() {
 		Expect(parse("--healthcheck-sync-period=5s").Validate()).To(MatchError(ContainSubstring("--healthcheck-sync-period 5s must be at least 10s")))
 		Expect(parse("--healthcheck-kube-api-qps=0").Validate()).To(MatchError(ContainSubstring("--healthcheck-kube-api-qps 0 must be positive")))

@@ -57,16 +57,16 @@ var _ = Describe("BootIdentityHarmless", func() {
 				g.Expect(held).To(ContainElement(want))
 			}).Should(Succeed())
 		},
-		Entry("impersonating any user", rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"users"}, Verbs: []string{"impersonate"}}, "impersonate users"),
+		Entry("impersonating any user", rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"users"}, Verbs: []string{"impersonate"}}, "impersonate users named system:admin"),
 		Entry("impersonating system:masters only", rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"groups"}, ResourceNames: []string{"system:masters"}, Verbs: []string{"impersonate"}}, "impersonate groups named system:masters"),
-		Entry("impersonating ServiceAccounts", rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"serviceaccounts"}, Verbs: []string{"impersonate"}}, "impersonate serviceaccounts"),
+		Entry("impersonating ServiceAccounts", rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"serviceaccounts"}, Verbs: []string{"impersonate"}}, "impersonate serviceaccounts in kube-system"),
 		Entry("escalating ClusterRoles", rbacv1.PolicyRule{APIGroups: []string{"rbac.authorization.k8s.io"}, Resources: []string{"clusterroles"}, Verbs: []string{"escalate"}}, "escalate clusterroles.rbac.authorization.k8s.io"),
-		Entry("binding Roles", rbacv1.PolicyRule{APIGroups: []string{"rbac.authorization.k8s.io"}, Resources: []string{"roles"}, Verbs: []string{"bind"}}, "bind roles.rbac.authorization.k8s.io"),
-		Entry("reading every Secret", rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"list"}}, "list secrets"),
-		Entry("minting tokens in any namespace", rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"serviceaccounts/token"}, Verbs: []string{"create"}}, "create serviceaccounts/token"),
+		Entry("binding Roles", rbacv1.PolicyRule{APIGroups: []string{"rbac.authorization.k8s.io"}, Resources: []string{"roles"}, Verbs: []string{"bind"}}, "bind roles.rbac.authorization.k8s.io in kube-system"),
+		Entry("reading every Secret", rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"list"}}, "list secrets in kube-system"),
+		Entry("minting tokens in any namespace", rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"serviceaccounts/token"}, Verbs: []string{"create"}}, "create serviceaccounts/token in "+bootNamespace),
 		Entry("the kubelet API through nodes/proxy", rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"nodes/proxy"}, Verbs: []string{"get"}}, "get nodes/proxy"),
-		Entry("entering pods", rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"pods/exec"}, Verbs: []string{"create"}}, "create pods/exec"),
-		Entry("starting DaemonSets", rbacv1.PolicyRule{APIGroups: []string{"apps"}, Resources: []string{"daemonsets"}, Verbs: []string{"create"}}, "create daemonsets.apps"),
+		Entry("entering pods", rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"pods/exec"}, Verbs: []string{"create"}}, "create pods/exec in kube-system"),
+		Entry("starting DaemonSets", rbacv1.PolicyRule{APIGroups: []string{"apps"}, Resources: []string{"daemonsets"}, Verbs: []string{"create"}}, "create daemonsets.apps in kube-system"),
 		Entry("writing admission webhooks", rbacv1.PolicyRule{APIGroups: []string{"admissionregistration.k8s.io"}, Resources: []string{"mutatingwebhookconfigurations"}, Verbs: []string{"create"}}, "create mutatingwebhookconfigurations.admissionregistration.k8s.io"),
 	)
 })

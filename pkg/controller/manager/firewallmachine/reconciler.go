@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/rest"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -88,6 +89,11 @@ type Bootstrap struct {
 	// machine that predates its Firewall object (restored after a control
 	// plane migration): its userdata only knows the old seed.
 	Delivery Delivery
+	// KubeAPIQPS and KubeAPIBurst are the client-side limits of the
+	// requests for credentials (access reviews, tokens, RBAC), apart from
+	// the manager's; the manager's when 0.
+	KubeAPIQPS   float32
+	KubeAPIBurst int
 }
 
 // AddToManager registers the controller.
@@ -99,7 +105,11 @@ func (r *Reconciler) AddToManager(mgr manager.Manager) error {
 		r.Clock = clock.RealClock{}
 	}
 	if r.credentials == nil {
-		c, err := client.New(mgr.GetConfig(), client.Options{Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper()})
+		cfg := rest.CopyConfig(mgr.GetConfig())
+		if r.Bootstrap != nil && r.Bootstrap.KubeAPIQPS > 0 {
+			cfg.QPS, cfg.Burst = r.Bootstrap.KubeAPIQPS, r.Bootstrap.KubeAPIBurst
+		}
+		c, err := client.New(cfg, client.Options{Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper()})
 		if err != nil {
 			return err
 		}
