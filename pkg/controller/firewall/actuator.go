@@ -102,6 +102,8 @@ func newActuator(c, direct client.Client, cfg Config, recorder events.EventRecor
 // waitUntilForwarding): gardenlet starts the shoot's Workers only after that.
 // An invalid providerConfig changes nothing.
 func (a *actuator) Reconcile(ctx context.Context, log logr.Logger, ex *extensionsv1alpha1.Extension) error {
+	// However it ends: a woken reconcile hands its turn on (waitSlots).
+	defer a.waiting.settle(client.ObjectKeyFromObject(ex))
 	done, err := a.work(ctx)
 	if err != nil {
 		return err

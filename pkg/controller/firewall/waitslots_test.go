@@ -2,6 +2,7 @@ package firewall
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -39,6 +40,38 @@ var _ = Describe("waitSlots", func() {
 		Expect(woken(s)).To(Equal([]types.NamespacedName{c}))
 		s.release()
 		Expect(woken(s)).To(BeEmpty(), "no one left to wake")
+	})
+})
+
+var _ = Describe("waitSlots, with firewalls that forward by the time their Extension is woken", func() {
+	It("wakes the next refused one when a woken reconcile ends without a slot, never more than the free slots", func() {
+		keys := make([]types.NamespacedName, 5)
+		for i := range keys {
+			keys[i] = types.NamespacedName{Namespace: string(rune('a' + i)), Name: "firewall"}
+		}
+		s := newWaitSlots(1)
+		Expect(s.take(keys[0])).To(BeTrue())
+		for _, k := range keys[1:] {
+			Expect(s.take(k)).To(BeFalse())
+		}
+		s.release()
+		s.settle(keys[0])
+		var order []types.NamespacedName
+		for range keys[1:] {
+			var e types.NamespacedName
+			select {
+			case ev := <-s.wake:
+				e = client.ObjectKeyFromObject(ev.Object)
+			default:
+				Fail("the queue stalled after " + fmt.Sprint(order))
+			}
+			Expect(s.wake).To(BeEmpty(), "one woken per free slot")
+			order = append(order, e)
+			// Its firewall forwards already: the reconcile ends without a slot.
+			s.settle(e)
+		}
+		Expect(order).To(Equal(keys[1:]), "first come first")
+		Expect(s.wake).To(BeEmpty())
 	})
 })
 
