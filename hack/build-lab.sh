@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Builds the lab (test/lab): a Debian 12 root from Debian's packages with
+# Builds the lab (test/lab): a Debian 13 root from Debian's packages with
 # mmdebstrap, as an ext4 disk image with its kernel and initrd beside it, and
 # flatcar/ignition v0.36.2's `ignition` binary from the Go module proxy (the
 # version metal-stack's installer runs). The lab boots the image in a virtual
@@ -18,10 +18,10 @@ set -euo pipefail
 
 CACHE_ROOT="${LAB_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/gardener-extension-firewall/lab}"
 IGNITION_VERSION="v0.36.2"
-SUITE="bookworm"
+SUITE="trixie"
 MIRROR="${DEBIAN_MIRROR:-http://deb.debian.org/debian}"
 recipe="$(sha256sum "$0" | cut -c1-12)"
-DEST="$CACHE_ROOT/debian12-$recipe"
+DEST="$CACHE_ROOT/debian-$SUITE-$recipe"
 
 log() { echo "build-lab: $*" >&2; }
 
@@ -118,7 +118,7 @@ if [ "${1:-}" = --customize ]; then
 fi
 
 if [ ! -f "$DEST/ready" ]; then
-  log "building the lab image (Debian 12 from Debian's packages, about 3 minutes the first time)"
+  log "building the lab image (Debian 13 from Debian's packages, about 3 minutes the first time)"
   rm -rf "$DEST"
   mkdir -p "$DEST"
   work="$(mktemp -d "$CACHE_ROOT/build-XXXXXX")"

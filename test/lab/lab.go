@@ -1,6 +1,6 @@
 // Package lab runs firewall machines as metal-stack builds them, from
 // metal-stack's own parts: a virtual machine (qemu, software emulation) boots
-// a Debian 12 image from Debian's packages (hack/build-lab.sh) and is the
+// a Debian 13 image from Debian's packages (hack/build-lab.sh) and is the
 // leaf switch: FRR with the tenant and the internet VRF, EVPN to its
 // firewalls, a node behind the tenant VRF, and this host behind the internet
 // VRF (a tap device), where the tests' control planes and metal-api listen.

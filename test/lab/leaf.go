@@ -41,7 +41,7 @@ func (l *Lab) leafFRR() string {
 	var b strings.Builder
 	w := func(format string, args ...any) { fmt.Fprintf(&b, format+"\n", args...) }
 	tenant, internet := l.opts.TenantVRF, l.opts.InternetVRF
-	w("frr version 8.4")
+	w("frr version 10.3")
 	w("frr defaults datacenter")
 	w("hostname leaf")
 	// The updates the leaf receives, in its journal: when traffic moves,

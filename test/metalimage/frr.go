@@ -9,8 +9,9 @@ import (
 // FRRConfPath is where the installer writes the FRR configuration.
 const FRRConfPath = "/etc/frr/frr.conf"
 
-// FRRVersion is what the rendered configuration says; Debian 12 has FRR 8.4.
-const FRRVersion = "8.4"
+// FRRVersion is what the rendered configuration says: the lab image's FRR
+// (Debian 13's); metal-images' firewall image has FRR 10.4.1.
+const FRRVersion = "10.3"
 
 // FirewallFRR renders the firewall's /etc/frr/frr.conf as os-installer
 // renders it (pkg/frr/frr.firewall.tpl, pkg/frr/routemap.go): BGP unnumbered
