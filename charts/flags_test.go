@@ -57,7 +57,7 @@ var notSetByChart = map[string]string{
 
 // providerFlags are the flags of each machine provider: the chart sets those of the one chosen.
 var providerFlags = map[string][]string{
-	"metal": {"metal-api-url", "metal-api-hmac-file", "metal-api-hmac-auth-type", "metal-api-timeout", "metal-api-allow-http"},
+	"metal": {"metal-api-url", "metal-api-hmac-file", "metal-api-hmac-auth-type", "metal-api-timeout", "metal-api-allow-http", "metal-distance-announce-by"},
 	"local": {"local-state-dir", "local-agent-path", "local-internal-netns", "local-external-netns"},
 }
 

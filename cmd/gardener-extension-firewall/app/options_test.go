@@ -76,6 +76,17 @@ var _ = Describe("Options", func() {
 			Expect(p).NotTo(BeNil())
 		})
 
+		It("takes the two ways a fabric takes a new distance, and no other", func() {
+			key := filepath.Join(GinkgoT().TempDir(), "hmac")
+			Expect(os.WriteFile(key, []byte("secret\n"), 0o600)).To(Succeed())
+			for _, by := range []string{"reset", "update"} {
+				_, err := NewMachineProvider(parse("--metal-api-url=https://metal.example.com/metal", "--metal-api-hmac-file="+key, "--metal-distance-announce-by="+by))
+				Expect(err).NotTo(HaveOccurred(), by)
+			}
+			_, err := NewMachineProvider(parse("--metal-api-url=https://metal.example.com/metal", "--metal-api-hmac-file="+key, "--metal-distance-announce-by=withdraw"))
+			Expect(err).To(MatchError(ContainSubstring(`--metal-distance-announce-by "withdraw" is neither "reset" nor "update"`)))
+		})
+
 		It("falls back to a provider that reports why, so that the binary (and its acl) runs on", func(ctx SpecContext) {
 			p := MachineProviderOrUnavailable(parse())
 			Expect(p).To(BeAssignableToTypeOf(machine.Unavailable{}))

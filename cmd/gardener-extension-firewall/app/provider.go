@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/pflag"
 	ctrl "sigs.k8s.io/controller-runtime"
 
+	agentconfigv1alpha1 "github.com/metal-firewall/gardener-extension-firewall/pkg/apis/agentconfig/v1alpha1"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/controller/manager/machine"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/controller/manager/machine/local"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/controller/manager/machine/metal"
@@ -30,6 +31,8 @@ type MetalOptions struct {
 	// AllowHTTP accepts an http:// URL: the HMAC and the answers (machines,
 	// firewall rules) would cross the network in the clear.
 	AllowHTTP bool
+	// AnnounceBy is how the agents announce a new distance to the fabric.
+	AnnounceBy string
 }
 
 // AddFlags registers the metal provider's flags.
@@ -38,6 +41,7 @@ func (o *MetalOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.HMACFile, "metal-api-hmac-file", "", "metal provider: file holding the metal-api HMAC key (a mounted Secret; read on every request, so a rotated key needs no restart)")
 	fs.StringVar(&o.AuthType, "metal-api-hmac-auth-type", metalclient.AuthTypeEdit, fmt.Sprintf("metal provider: the HMAC auth type of the key, one of %v; allocating and freeing needs %s", metalclient.AuthTypes, metalclient.AuthTypeEdit))
 	fs.DurationVar(&o.Timeout, "metal-api-timeout", metal.DefaultTimeout, "metal provider: longest wait for one metal-api call")
+	fs.StringVar(&o.AnnounceBy, "metal-distance-announce-by", agentconfigv1alpha1.AnnounceByReset, fmt.Sprintf("metal provider: how the firewalls announce a new distance to the fabric: %q (a reset of their BGP sessions; for leaves whose FRR predates 10.3) or %q (a BGP update, no session down; leaves with FRR 10.3 or later)", agentconfigv1alpha1.AnnounceByReset, agentconfigv1alpha1.AnnounceByUpdate))
 	fs.BoolVar(&o.AllowHTTP, "metal-api-allow-http", false, "metal provider: accept an http:// --metal-api-url (requests and answers unencrypted; a lab, or a metal-api reached only through a trusted network)")
 }
 
@@ -62,6 +66,9 @@ func (o *MetalOptions) validate() error {
 	if o.Timeout <= 0 {
 		errs = append(errs, fmt.Errorf("--metal-api-timeout %s must be positive", o.Timeout))
 	}
+	if o.AnnounceBy != agentconfigv1alpha1.AnnounceByReset && o.AnnounceBy != agentconfigv1alpha1.AnnounceByUpdate {
+		errs = append(errs, fmt.Errorf("--metal-distance-announce-by %q is neither %q nor %q", o.AnnounceBy, agentconfigv1alpha1.AnnounceByReset, agentconfigv1alpha1.AnnounceByUpdate))
+	}
 	return errors.Join(errs...)
 }
 
@@ -75,7 +82,7 @@ func NewMachineProvider(o *Options) (machine.Provider, error) {
 		if err := o.Metal.validate(); err != nil {
 			return nil, err
 		}
-		return metal.New(metal.Options{URL: o.Metal.URL, AuthType: o.Metal.AuthType, Key: metalclient.KeyFile(o.Metal.HMACFile), Timeout: o.Metal.Timeout})
+		return metal.New(metal.Options{URL: o.Metal.URL, AuthType: o.Metal.AuthType, Key: metalclient.KeyFile(o.Metal.HMACFile), Timeout: o.Metal.Timeout, AnnounceBy: o.Metal.AnnounceBy})
 	case ProviderLocal:
 		return local.New(local.Options{
 			StateDir: o.LocalStateDir, AgentPath: o.LocalAgentPath,

@@ -47,10 +47,11 @@ func (a *Agent) announceDistance(ctx context.Context, cfg *agentconfigv1alpha1.C
 		a.announcer = nil
 		return nil
 	}
+	update := r.AnnounceBy == agentconfigv1alpha1.AnnounceByUpdate
 	if a.announcer == nil || a.announcer.ConfigPath != r.FRRConfig || a.announcer.PeerGroup != r.PeerGroup ||
-		a.announcer.Vtysh != a.Vtysh || a.announcer.Reload != a.FRRReload {
+		a.announcer.Update != update || a.announcer.Vtysh != a.Vtysh || a.announcer.Reload != a.FRRReload {
 		// Read by the worker meanwhile: a change is a new announcer.
-		a.announcer = &bgpdistance.Announcer{ConfigPath: r.FRRConfig, PeerGroup: r.PeerGroup, Vtysh: a.Vtysh, Reload: a.FRRReload}
+		a.announcer = &bgpdistance.Announcer{ConfigPath: r.FRRConfig, PeerGroup: r.PeerGroup, Update: update, Vtysh: a.Vtysh, Reload: a.FRRReload}
 	}
 	w := a.distanceWorker(ctx)
 	if fw != nil {

@@ -40,6 +40,10 @@ type Announcer struct {
 	ConfigPath string
 	// PeerGroup is the fabric's peer group; DefaultPeerGroup when empty.
 	PeerGroup string
+	// Update sends a new prepend as a BGP update (a soft refresh) instead
+	// of a reset of the sessions to the fabric: for leaves whose FRR is
+	// 10.3 or later (see Announce).
+	Update bool
 	// Vtysh and Reload are FRR's programs; the defaults when empty.
 	Vtysh, Reload string
 	// SettleStable is how long bgpd must have sent every peer its routes
@@ -143,7 +147,7 @@ func (a *Announcer) Announce(ctx context.Context, distance int) error {
 		a.setInForce(-1)
 		return reloadErr
 	}
-	if (known && announced != distance) || (!known && distance > 0) {
+	if changed := (known && announced != distance) || (!known && distance > 0); changed && !a.Update {
 		// Leaves whose FRR predates FRRouting/frr#18158 (10.3) take an
 		// EVPN prefix route's update as a withdraw and an install that race
 		// in zebra: the lab's leaf (FRR 8.4) kept the routes but lost the
@@ -163,9 +167,10 @@ func (a *Announcer) Announce(ctx context.Context, distance int) error {
 		}
 	} else {
 		// The prepend is the one announced already (a restarted agent, a
-		// file an older agent wrote): a soft refresh sends the routes as
-		// they are, and no session is reset, which would cut off a lone
-		// firewall that serves.
+		// file an older agent wrote), or the fabric takes updates: a soft
+		// refresh sends the routes, and no session is reset, which would
+		// cut off a lone firewall that serves. A leaf with FRR 10.3 or later
+		// moves the traffic by the update alone, without a withdraw.
 		if err := a.sendAgain(ctx, "clear bgp l2vpn evpn * soft out", before,
 			fmt.Sprintf("sending the routes with distance %d", distance), fmt.Sprintf("distance %d", distance)); err != nil {
 			a.setInForce(-1)

@@ -96,6 +96,20 @@ var _ = Describe("Announcer", func() {
 		Expect(d).To(BeZero())
 	})
 
+	It("sends a new prepend as an update, no session reset, where the fabric takes updates", func(ctx context.Context) {
+		a.Update = true
+		Expect(a.Announce(ctx, 3)).To(Succeed())
+		Expect(called()).To(HaveExactElements(
+			MatchRegexp(`^vtysh --dryrun --inputfile .*/\.frr\.conf\.firewall-agent$`),
+			"reload --reload "+conf,
+			"vtysh -c clear bgp l2vpn evpn * soft out"), "a soft refresh sends the new path; no session goes down")
+		Expect(inForce()).To(BeEquivalentTo(3))
+		Expect(a.Announce(ctx, 0)).To(Succeed())
+		Expect(called()[3:]).To(HaveExactElements(
+			MatchRegexp(`^vtysh --dryrun`), "reload --reload "+conf, "vtysh -c clear bgp l2vpn evpn * soft out"))
+		Expect(inForce()).To(BeEquivalentTo(0))
+	})
+
 	It("resets the fabric's sessions only when the routes change: not for a restarted agent whose file holds the distance", func(ctx context.Context) {
 		Expect(a.Announce(ctx, 3)).To(Succeed())
 		Expect(called()).To(ContainElement("vtysh -c clear bgp l2vpn evpn *"), "a new distance")

@@ -121,6 +121,11 @@ func letStreamsThrough(ctx context.Context, e *labEnv) {
 // have not yet, and make test must stay green.
 func distanceSpecsEnabled() bool { return os.Getenv("LAB_DISTANCE") == "true" }
 
+// announceBy is how the lab's firewalls announce a new distance
+// (LAB_ANNOUNCE_BY: reset, the default, or update): the lab's leaf runs
+// Debian 13's FRR 10.3, which takes updates.
+func announceBy() string { return os.Getenv("LAB_ANNOUNCE_BY") }
+
 func distanceSpecs(e *labEnv) {
 	Context("with the distance", func() {
 		BeforeEach(func() {

@@ -224,7 +224,7 @@ var _ = Describe("Firewall machines in the lab", Ordered, func() {
 			server.Close()
 			server.ExpectNoViolations()
 		})
-		provider, err := metal.New(metal.Options{URL: server.URL, AuthType: metalclient.AuthTypeEdit, Key: metalclient.StaticKey(metalapi.EditKey)})
+		provider, err := metal.New(metal.Options{URL: server.URL, AuthType: metalclient.AuthTypeEdit, Key: metalclient.StaticKey(metalapi.EditKey), AnnounceBy: announceBy()})
 		Expect(err).NotTo(HaveOccurred())
 		stop, err := framework.StartExtension(seed, shoot, framework.ExtensionOptions{Provider: provider, AgentUpdatePublicKey: updateKey, MaxReplacements: 1})
 		Expect(err).NotTo(HaveOccurred())

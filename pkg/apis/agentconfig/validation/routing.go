@@ -37,6 +37,11 @@ func validateRouting(cfg *agentconfigv1alpha1.Config) field.ErrorList {
 	if r.PeerGroup != "" && !peerGroupName.MatchString(r.PeerGroup) {
 		allErrs = append(allErrs, fielderrors.Invalid(p.Child("peerGroup"), r.PeerGroup, "must be 1 to 64 letters, digits, '_', '.' or '-'"))
 	}
+	switch r.AnnounceBy {
+	case "", agentconfigv1alpha1.AnnounceByReset, agentconfigv1alpha1.AnnounceByUpdate:
+	default:
+		allErrs = append(allErrs, fielderrors.NotSupported(p.Child("announceBy"), r.AnnounceBy, []string{agentconfigv1alpha1.AnnounceByReset, agentconfigv1alpha1.AnnounceByUpdate}))
+	}
 	if c := cfg.Controllers.Firewall; c == nil || c.Source != agentconfigv1alpha1.SourceSeed {
 		allErrs = append(allErrs, field.Required(field.NewPath("controllers", "firewall", "source"), "routing announces the distance the seed's Firewall sets: the firewall controller must read the seed"))
 	}

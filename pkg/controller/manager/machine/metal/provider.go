@@ -41,6 +41,10 @@ type Options struct {
 	Timeout time.Duration
 	// Transport, if set, carries the requests (tests).
 	Transport http.RoundTripper
+	// AnnounceBy is how the firewalls' agents announce a new distance to
+	// the fabric (agentconfig's routing.announceBy); the agent's default,
+	// a session reset, when empty.
+	AnnounceBy string
 }
 
 // DefaultTimeout is the default of Options.Timeout.
@@ -48,8 +52,9 @@ const DefaultTimeout = 30 * time.Second
 
 // Provider implements machine.Provider with the metal-api.
 type Provider struct {
-	api     *metalapi.MetalAPI
-	timeout time.Duration
+	api        *metalapi.MetalAPI
+	timeout    time.Duration
+	announceBy string
 }
 
 var _ machine.Provider = &Provider{}
@@ -73,7 +78,7 @@ func New(opts Options) (*Provider, error) {
 	if opts.Timeout <= 0 {
 		opts.Timeout = DefaultTimeout
 	}
-	return &Provider{api: api, timeout: opts.Timeout}, nil
+	return &Provider{api: api, timeout: opts.Timeout, announceBy: opts.AnnounceBy}, nil
 }
 
 // Find looks the machine up by the ID in the Firewall's status, then by the
@@ -135,7 +140,7 @@ func (p *Provider) Create(ctx context.Context, fw *firewallv1alpha1.Firewall, us
 	}
 	// metal-stack's firewall announces the shoot's routes with FRR: the
 	// agent announces its distance there.
-	if userdata, err = machine.WithMachine(userdata, attached.networks, &agentconfigv1alpha1.Routing{}); err != nil {
+	if userdata, err = machine.WithMachine(userdata, attached.networks, &agentconfigv1alpha1.Routing{AnnounceBy: p.announceBy}); err != nil {
 		return nil, err
 	}
 	setup := Setup{DefaultRouteVRF: attached.defaultRouteVRF}

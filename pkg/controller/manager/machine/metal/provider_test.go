@@ -109,6 +109,19 @@ var _ = Describe("Provider", func() {
 		Expect(cfg.Routing).To(Equal(&agentconfigv1alpha1.Routing{}), "the agent announces its distance through the machine's FRR")
 	})
 
+	It("tells the agent how the fabric takes a new distance", func(ctx SpecContext) {
+		provider = newProvider(server.URL, func(o *metal.Options) { o.AnnounceBy = agentconfigv1alpha1.AnnounceByUpdate })
+		m, err := provider.Create(ctx, newFirewall("fw-a"), []machine.File{{Path: agentconfigv1alpha1.ConfigPath, Content: agentConfig, Mode: 0o600}})
+		Expect(err).NotTo(HaveOccurred())
+		ignition, err := base64.StdEncoding.DecodeString(server.Firewall(m.ID).Allocation.UserData)
+		Expect(err).NotTo(HaveOccurred())
+		files, err := metalapi.IgnitionFiles(ignition)
+		Expect(err).NotTo(HaveOccurred())
+		cfg := &agentconfigv1alpha1.Config{}
+		Expect(yaml.Unmarshal(files[0].Content, cfg)).To(Succeed())
+		Expect(cfg.Routing).To(Equal(&agentconfigv1alpha1.Routing{AnnounceBy: agentconfigv1alpha1.AnnounceByUpdate}))
+	})
+
 	It("finds the machine by its ID, and by its tags when the status lost the ID; never one that was freed", func(ctx SpecContext) {
 		fw := newFirewall("fw-a")
 		m, err := provider.Create(ctx, fw, nil)
