@@ -2,6 +2,7 @@ package firewallset_test
 
 import (
 	"context"
+	"strconv"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -82,6 +83,21 @@ var _ = Describe("Distances", func() {
 		set.Spec.Distance = d
 		Expect(c.Update(ctx, set)).To(Succeed())
 	}
+	// settled makes a set at the shortest distance with n firewalls, all
+	// Ready and announcing what they were given.
+	settled := func(n int) {
+		GinkgoHelper()
+		setDistance(firewallv1alpha1.ShortestDistance)
+		Expect(c.Get(ctx, client.ObjectKeyFromObject(set), set)).To(Succeed())
+		set.Spec.Replicas = int32(n)
+		Expect(c.Update(ctx, set)).To(Succeed())
+		reconcileOnce()
+		for i := range n {
+			setReady(strconv.Itoa(i), true)
+		}
+		report()
+		reconcileOnce()
+	}
 
 	It("gives the most important Firewall the set's distance, the next one more, the rest two more, at most the longest", func() {
 		reconcileOnce()
@@ -120,15 +136,7 @@ var _ = Describe("Distances", func() {
 		Expect(distances()).To(Equal(map[string]int32{"0": 7, "1": 8, "2": 8}))
 	})
 	It("keeps a lone survivor's distance until another firewall can carry the traffic", func() {
-		setDistance(firewallv1alpha1.ShortestDistance)
-		Expect(c.Get(ctx, client.ObjectKeyFromObject(set), set)).To(Succeed())
-		set.Spec.Replicas = 2
-		Expect(c.Update(ctx, set)).To(Succeed())
-		reconcileOnce()
-		setReady("0", true)
-		setReady("1", true)
-		report()
-		reconcileOnce()
+		settled(2)
 		Expect(distances()).To(Equal(map[string]int32{"0": 0, "1": 1}))
 
 		By("deleting the firewall that carries")
@@ -154,15 +162,7 @@ var _ = Describe("Distances", func() {
 	})
 
 	It("moves a lone Ready firewall at once when a failed one may still attract the traffic", func() {
-		setDistance(firewallv1alpha1.ShortestDistance)
-		Expect(c.Get(ctx, client.ObjectKeyFromObject(set), set)).To(Succeed())
-		set.Spec.Replicas = 2
-		Expect(c.Update(ctx, set)).To(Succeed())
-		reconcileOnce()
-		setReady("0", true)
-		setReady("1", true)
-		report()
-		reconcileOnce()
+		settled(2)
 		Expect(distances()).To(Equal(map[string]int32{"0": 0, "1": 1}))
 
 		setReady("0", false)
@@ -171,14 +171,7 @@ var _ = Describe("Distances", func() {
 	})
 
 	It("lets another set's firewall carry the traffic, and moves a lone one from the rolling distance", func() {
-		setDistance(firewallv1alpha1.ShortestDistance)
-		Expect(c.Get(ctx, client.ObjectKeyFromObject(set), set)).To(Succeed())
-		set.Spec.Replicas = 1
-		Expect(c.Update(ctx, set)).To(Succeed())
-		reconcileOnce()
-		setReady("0", true)
-		report()
-		reconcileOnce()
+		settled(1)
 		Expect(distances()).To(Equal(map[string]int32{"0": 0}))
 
 		By("a lone firewall at 1 keeps it")
