@@ -71,8 +71,8 @@ func describeStreams(title string, res lab.StreamsResult, counters map[string]ma
 		name string
 		r    labstream.Report
 	}{{"node -> host", res.ToHost}, {"host -> node", res.ToNode}} {
-		s += fmt.Sprintf("  %s: %d received, %d lost, %d duplicates, largest gap %.1f ms (ending at %d ms, seq %d), carrier switches %d, carriers %+v, switches %+v\n",
-			d.name, d.r.Received, d.r.Lost(), d.r.Duplicates, d.r.LargestGapMS, d.r.LargestGapEndMS, d.r.LargestGapSeq, d.r.Switches, d.r.Carriers, d.r.SwitchLog)
+		s += fmt.Sprintf("  %s: %d received, %d lost (at seq %+v), %d duplicates, largest gap %.1f ms (ending at %d ms, seq %d), carrier switches %d, carriers %+v, switches %+v\n",
+			d.name, d.r.Received, d.r.Lost(), d.r.LostRanges, d.r.Duplicates, d.r.LargestGapMS, d.r.LargestGapEndMS, d.r.LargestGapSeq, d.r.Switches, d.r.Carriers, d.r.SwitchLog)
 	}
 	if counters != nil {
 		s += fmt.Sprintf("  firewall counters (packets to %d, %d): %v\n", lab.StreamToHost, lab.StreamToNode, counters)

@@ -87,10 +87,27 @@ type Report struct {
 	Carriers []Carrier `json:"carriers"`
 	// SwitchLog is when the first MaxSwitchLog switches happened.
 	SwitchLog []Switch `json:"switchLog,omitempty"`
+	// LostRanges are the first MaxLostRanges runs of numbers that had not
+	// arrived when ReorderWindow later ones had: where in the stream the
+	// lost packets were, to set beside the switches' numbers.
+	LostRanges []LostRange `json:"lostRanges,omitempty"`
 }
 
-// MaxSwitchLog bounds Report.SwitchLog.
-const MaxSwitchLog = 32
+// MaxSwitchLog bounds Report.SwitchLog, MaxLostRanges Report.LostRanges.
+const (
+	MaxSwitchLog  = 32
+	MaxLostRanges = 32
+)
+
+// ReorderWindow is how many later numbers may arrive before a missing one
+// counts as lost in LostRanges: about a second at the lab's rates.
+const ReorderWindow = 256
+
+// LostRange is a run of sequence numbers that did not arrive.
+type LostRange struct {
+	From uint64 `json:"from"`
+	To   uint64 `json:"to"`
+}
 
 // Switch is one change of carrier: the packet that came with the new TTL,
 // and when, in milliseconds since the receiver started.
@@ -128,17 +145,11 @@ func Receive(addr, file string) error {
 		}
 	}
 	started := time.Now()
-	var (
-		r       Report
-		seen    = map[uint64]bool{}
-		byTTL   = map[int]int{}
-		last    time.Time
-		lastTTL = -1
-		dirty   bool
-		flushed = time.Now()
-	)
+	rc := newReceiver(started)
+	dirty, flushed := false, time.Now()
 	flush := func() error {
-		data, err := json.Marshal(r)
+		rc.scan()
+		data, err := json.Marshal(rc.r)
 		if err != nil {
 			return err
 		}
@@ -153,44 +164,88 @@ func Receive(addr, file string) error {
 		_ = p.SetReadDeadline(time.Now().Add(100 * time.Millisecond))
 		n, cm, _, err := p.ReadFrom(buf)
 		now := time.Now()
-		if err == nil && n >= 8 && cm != nil {
-			seq := binary.BigEndian.Uint64(buf)
-			if seen[seq] {
-				r.Duplicates++
-			} else {
-				seen[seq] = true
-				r.Received++
-				r.MaxSeq = max(r.MaxSeq, seq)
-				if r.MinSeq == 0 || seq < r.MinSeq {
-					r.MinSeq = seq
-				}
-				if gap := float64(now.Sub(last).Microseconds()) / 1000; !last.IsZero() && gap > r.LargestGapMS {
-					r.LargestGapMS, r.LargestGapEndMS, r.LargestGapSeq = gap, now.Sub(started).Milliseconds(), seq
-				}
-				last = now
-				i, ok := byTTL[cm.TTL]
-				if !ok {
-					i = len(r.Carriers)
-					byTTL[cm.TTL] = i
-					r.Carriers = append(r.Carriers, Carrier{TTL: cm.TTL, FirstSeq: seq, LastSeq: seq})
-				}
-				cr := &r.Carriers[i]
-				cr.Packets++
-				cr.FirstSeq, cr.LastSeq = min(cr.FirstSeq, seq), max(cr.LastSeq, seq)
-				if lastTTL >= 0 && lastTTL != cm.TTL {
-					r.Switches++
-					if len(r.SwitchLog) < MaxSwitchLog {
-						r.SwitchLog = append(r.SwitchLog, Switch{AtMS: now.Sub(started).Milliseconds(), Seq: seq, From: lastTTL, To: cm.TTL})
-					}
-				}
-				lastTTL, r.LastTTL = cm.TTL, cm.TTL
-				dirty = true
-			}
+		if err == nil && n >= 8 && cm != nil && rc.add(binary.BigEndian.Uint64(buf), cm.TTL, now) {
+			dirty = true
 		}
 		if dirty && now.Sub(flushed) >= 250*time.Millisecond {
 			if err := flush(); err != nil {
 				return err
 			}
+		}
+	}
+}
+
+// receiver keeps a stream's Report as its packets arrive.
+type receiver struct {
+	r       Report
+	started time.Time
+	seen    map[uint64]bool
+	byTTL   map[int]int
+	last    time.Time
+	lastTTL int
+	// low is the lowest number not yet looked at by scan.
+	low uint64
+}
+
+func newReceiver(started time.Time) *receiver {
+	return &receiver{started: started, seen: map[uint64]bool{}, byTTL: map[int]int{}, lastTTL: -1}
+}
+
+// add counts packet seq, carried with ttl, arrived at now; false for a
+// duplicate.
+func (c *receiver) add(seq uint64, ttl int, now time.Time) bool {
+	r := &c.r
+	if c.seen[seq] {
+		r.Duplicates++
+		return false
+	}
+	c.seen[seq] = true
+	r.Received++
+	r.MaxSeq = max(r.MaxSeq, seq)
+	if r.MinSeq == 0 || seq < r.MinSeq {
+		r.MinSeq = seq
+	}
+	if gap := float64(now.Sub(c.last).Microseconds()) / 1000; !c.last.IsZero() && gap > r.LargestGapMS {
+		r.LargestGapMS, r.LargestGapEndMS, r.LargestGapSeq = gap, now.Sub(c.started).Milliseconds(), seq
+	}
+	c.last = now
+	i, ok := c.byTTL[ttl]
+	if !ok {
+		i = len(r.Carriers)
+		c.byTTL[ttl] = i
+		r.Carriers = append(r.Carriers, Carrier{TTL: ttl, FirstSeq: seq, LastSeq: seq})
+	}
+	cr := &r.Carriers[i]
+	cr.Packets++
+	cr.FirstSeq, cr.LastSeq = min(cr.FirstSeq, seq), max(cr.LastSeq, seq)
+	if c.lastTTL >= 0 && c.lastTTL != ttl {
+		r.Switches++
+		if len(r.SwitchLog) < MaxSwitchLog {
+			r.SwitchLog = append(r.SwitchLog, Switch{AtMS: now.Sub(c.started).Milliseconds(), Seq: seq, From: c.lastTTL, To: ttl})
+		}
+	}
+	c.lastTTL, r.LastTTL = ttl, ttl
+	return true
+}
+
+// scan records, in LostRanges, the numbers from the first that arrived up
+// to ReorderWindow below the highest that did not arrive.
+func (c *receiver) scan() {
+	r := &c.r
+	if r.Received == 0 {
+		return
+	}
+	if c.low == 0 {
+		c.low = r.MinSeq
+	}
+	for ; c.low+ReorderWindow < r.MaxSeq; c.low++ {
+		if c.seen[c.low] {
+			continue
+		}
+		if n := len(r.LostRanges); n > 0 && r.LostRanges[n-1].To == c.low-1 {
+			r.LostRanges[n-1].To = c.low
+		} else if n < MaxLostRanges {
+			r.LostRanges = append(r.LostRanges, LostRange{From: c.low, To: c.low})
 		}
 	}
 }
