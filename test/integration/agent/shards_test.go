@@ -142,7 +142,7 @@ func dialFrom(ns *netns.NS, src, addr string, port int, timeout time.Duration) (
 
 // expectAllowedFrom checks that a connection from src gets through.
 func expectAllowedFrom(ns *netns.NS, src, addr string, port int) {
-	_, err := dialFrom(ns, src, addr, port, 2*time.Second)
+	_, err := dialFrom(ns, src, addr, port, allowedWithin)
 	ExpectWithOffset(1, err).NotTo(HaveOccurred(), "connecting from %s to [%s]:%d", src, addr, port)
 }
 
