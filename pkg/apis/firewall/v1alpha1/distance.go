@@ -14,3 +14,11 @@ const (
 	// MaxReplicas bounds a shoot's firewalls: each is a machine.
 	MaxReplicas int32 = 4
 )
+
+// DistanceInForce tells whether fw's agent announces the distance fw was
+// given, or reports that it announces none (no routing, or an agent without
+// it): such a firewall holds no route a distance could move.
+func DistanceInForce(fw *Firewall) bool {
+	a := fw.Status.AgentStatus
+	return a != nil && ((a.LastRunAgainstSeed != nil && !a.DistanceSupported) || (a.Distance != nil && *a.Distance == fw.Spec.Distance))
+}

@@ -67,8 +67,7 @@ func (r *Reconciler) announced(ctx context.Context, d *firewallv1alpha1.Firewall
 		for _, fw := range firewalls {
 			a := fw.Status.AgentStatus
 			switch {
-			case a != nil && a.LastRunAgainstSeed != nil && !a.DistanceSupported:
-			case a != nil && a.Distance != nil && *a.Distance == fw.Spec.Distance:
+			case firewallv1alpha1.DistanceInForce(fw):
 			case a == nil || a.Distance == nil:
 				w.pending = append(w.pending, fmt.Sprintf("%s announces no distance yet (wants %d)", fw.Name, fw.Spec.Distance))
 			default:

@@ -45,12 +45,12 @@ func distances(set *firewallv1alpha1.FirewallSet, active, others []*firewallv1al
 	changing := map[string]bool{}
 	carries := func(fw *firewallv1alpha1.Firewall) bool {
 		for _, g := range others {
-			if isReady(g) && distanceInForce(g) {
+			if isReady(g) && firewallv1alpha1.DistanceInForce(g) {
 				return true
 			}
 		}
 		for _, g := range ranked {
-			if g != fw && isReady(g) && distanceInForce(g) && !changing[g.Name] {
+			if g != fw && isReady(g) && firewallv1alpha1.DistanceInForce(g) && !changing[g.Name] {
 				return true
 			}
 		}
@@ -92,19 +92,6 @@ func distances(set *firewallv1alpha1.FirewallSet, active, others []*firewallv1al
 		out[fw.Name] = got
 	}
 	return out
-}
-
-// distanceInForce tells whether the firewall's agent announces the distance
-// it was given, or reports that it announces none (no routing).
-func distanceInForce(fw *firewallv1alpha1.Firewall) bool {
-	a := fw.Status.AgentStatus
-	if a == nil {
-		return false
-	}
-	if !a.DistanceSupported {
-		return a.LastRunAgainstSeed != nil
-	}
-	return a.Distance != nil && *a.Distance == fw.Spec.Distance
 }
 
 // rankDistance is the distance of the set's Firewall of the given rank (from 0).
