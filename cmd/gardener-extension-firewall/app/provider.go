@@ -66,7 +66,7 @@ func (o *MetalOptions) validate() error {
 	if o.Timeout <= 0 {
 		errs = append(errs, fmt.Errorf("--metal-api-timeout %s must be positive", o.Timeout))
 	}
-	if o.AnnounceBy != agentconfigv1alpha1.AnnounceByReset && o.AnnounceBy != agentconfigv1alpha1.AnnounceByUpdate {
+	if !slices.Contains(agentconfigv1alpha1.AnnounceByValues, o.AnnounceBy) {
 		errs = append(errs, fmt.Errorf("--metal-distance-announce-by %q is neither %q nor %q", o.AnnounceBy, agentconfigv1alpha1.AnnounceByReset, agentconfigv1alpha1.AnnounceByUpdate))
 	}
 	return errors.Join(errs...)

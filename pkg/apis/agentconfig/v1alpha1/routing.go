@@ -28,3 +28,6 @@ const (
 	// no session goes down, for leaves with FRR 10.3 or later.
 	AnnounceByUpdate = "update"
 )
+
+// AnnounceByValues are the ways a new distance may reach the fabric.
+var AnnounceByValues = []string{AnnounceByReset, AnnounceByUpdate}

@@ -3,6 +3,7 @@ package validation
 import (
 	"path"
 	"regexp"
+	"slices"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
@@ -37,10 +38,8 @@ func validateRouting(cfg *agentconfigv1alpha1.Config) field.ErrorList {
 	if r.PeerGroup != "" && !peerGroupName.MatchString(r.PeerGroup) {
 		allErrs = append(allErrs, fielderrors.Invalid(p.Child("peerGroup"), r.PeerGroup, "must be 1 to 64 letters, digits, '_', '.' or '-'"))
 	}
-	switch r.AnnounceBy {
-	case "", agentconfigv1alpha1.AnnounceByReset, agentconfigv1alpha1.AnnounceByUpdate:
-	default:
-		allErrs = append(allErrs, fielderrors.NotSupported(p.Child("announceBy"), r.AnnounceBy, []string{agentconfigv1alpha1.AnnounceByReset, agentconfigv1alpha1.AnnounceByUpdate}))
+	if r.AnnounceBy != "" && !slices.Contains(agentconfigv1alpha1.AnnounceByValues, r.AnnounceBy) {
+		allErrs = append(allErrs, fielderrors.NotSupported(p.Child("announceBy"), r.AnnounceBy, agentconfigv1alpha1.AnnounceByValues))
 	}
 	if c := cfg.Controllers.Firewall; c == nil || c.Source != agentconfigv1alpha1.SourceSeed {
 		allErrs = append(allErrs, field.Required(field.NewPath("controllers", "firewall", "source"), "routing announces the distance the seed's Firewall sets: the firewall controller must read the seed"))
