@@ -25,6 +25,10 @@ DEST="$CACHE_ROOT/debian-$SUITE-$recipe"
 
 log() { echo "build-lab: $*" >&2; }
 
+# stdout is the lab folder's alone (make reads it): what the tools say goes
+# to stderr (mke2fs says "Creating regular file" on stdout).
+exec 3>&1 1>&2
+
 if [ "$(id -u)" != 0 ]; then
   log "needs root (mmdebstrap builds a root file system with its owners)"
   exit 1
@@ -137,4 +141,4 @@ fi
 if [ ! -x "$DEST/ignition" ]; then
   build_ignition "$DEST/ignition"
 fi
-echo "$DEST"
+echo "$DEST" >&3
