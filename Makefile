@@ -35,19 +35,20 @@ control-plane:
 # hack/test-prereqs.sh installs what the root suites need (as root) or says
 # what they would need. At the end the target fails when the suites left
 # anything behind that was not there before (hack/leftovers.sh: processes,
-# network namespaces, the lab's tap, temporary folders), naming it.
+# network namespaces, the lab's tap, temporary folders), naming it. A failed run ends
+# with the first failures' messages (hack/test-failures.sh).
 .PHONY: test
 test:
 	@hack/test-prereqs.sh
 	@assets="$$(hack/build-control-plane.sh)" || exit 1; failed=""; \
 	lab=""; if [ "$$(id -u)" = 0 ]; then lab="$$(hack/build-lab.sh)" || exit 1; fi; \
-	snap="$$(mktemp)"; hack/leftovers.sh snapshot "$$snap"; \
-	KUBEBUILDER_ASSETS="$$assets" go test $(GO_TEST_FLAGS) $$(go list ./... | grep -v /test/e2e/) || failed="$$failed unit+integration"; \
+	snap="$$(mktemp)"; hack/leftovers.sh snapshot "$$snap"; log="$$(mktemp)"; \
+	KUBEBUILDER_ASSETS="$$assets" go test $(GO_TEST_FLAGS) $$(go list ./... | grep -v /test/e2e/) 2>&1 | tee -a "$$log" || failed="$$failed unit+integration"; \
 	hack/fuzz.sh $(FUZZ_SMOKE_TIME) || failed="$$failed fuzz"; \
-	LAB_DIR="$$lab" KUBEBUILDER_ASSETS="$$assets" go test $(GO_TEST_FLAGS) ./test/e2e/... || failed="$$failed e2e"; \
-	$(MAKE) --no-print-directory test-istio || failed="$$failed istio"; \
+	LAB_DIR="$$lab" KUBEBUILDER_ASSETS="$$assets" go test $(GO_TEST_FLAGS) ./test/e2e/... 2>&1 | tee -a "$$log" || failed="$$failed e2e"; \
+	$(MAKE) --no-print-directory test-istio 2>&1 | tee -a "$$log" || failed="$$failed istio"; \
 	hack/leftovers.sh check "$$snap" || failed="$$failed leftovers"; rm -f "$$snap"; \
-	if [ -n "$$failed" ]; then echo "make test: FAILED:$$failed"; exit 1; fi; \
+	if [ -n "$$failed" ]; then hack/test-failures.sh "$$log"; rm -f "$$log"; echo "make test: FAILED:$$failed"; exit 1; fi; rm -f "$$log"; \
 	echo "make test: all suites passed"
 
 # Gardener's local setup: this extension into the kind clusters of a gardener checkout at
