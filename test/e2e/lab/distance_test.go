@@ -148,6 +148,7 @@ func distanceSpecs(e *labEnv) {
 			Expect(oldMachine.MarkStreams(ctx, markOld)).To(Succeed())
 			streams, err := e.l.StartStreams(ctx)
 			Expect(err).NotTo(HaveOccurred())
+			steps := newTimeline(time.Now())
 			DeferCleanup(func(ctx context.Context) { _, _ = streams.Stop(ctx) })
 			Eventually(func(g Gomega) {
 				toHost, toNode, err := streams.Report()
@@ -171,10 +172,16 @@ func distanceSpecs(e *labEnv) {
 				defer GinkgoRecover()
 				defer close(sampled)
 				for sampling.Err() == nil {
-					if fw := e.firewallOrNil(sampling, old.Name); fw != nil && fw.Status.AgentStatus != nil && fw.Status.AgentStatus.Distance != nil {
-						mu.Lock()
-						oldAnnounced[*fw.Status.AgentStatus.Distance] = true
-						mu.Unlock()
+					fws, err := framework.Firewalls(sampling, e.cSeed, e.namespace)
+					if err == nil {
+						steps.observe(fws)
+					}
+					for _, fw := range fws {
+						if fw.Name == old.Name && fw.Status.AgentStatus != nil && fw.Status.AgentStatus.Distance != nil {
+							mu.Lock()
+							oldAnnounced[*fw.Status.AgentStatus.Distance] = true
+							mu.Unlock()
+						}
 					}
 					select {
 					case <-sampling.Done():
@@ -221,7 +228,7 @@ func distanceSpecs(e *labEnv) {
 			Expect(oldAnnounced).To(HaveKey(firewallv1alpha1.LongestDistance), "the old firewall announced the longest distance before it went")
 			res, err := streams.Stop(ctx)
 			// The figures first: they are what a failed roll is debugged by.
-			report := describeStreams("rolling update", res, counters)
+			report := describeStreams("rolling update", res, counters) + "\n" + steps.String()
 			GinkgoWriter.Println(report)
 			AddReportEntry("rolling update", report)
 			Expect(err).NotTo(HaveOccurred())

@@ -257,7 +257,7 @@ var _ = Describe("Firewall machines in the lab", Ordered, func() {
 		Expect(err).NotTo(HaveOccurred())
 		var fw *firewallv1alpha1.Firewall
 		Eventually(ctx, readyOn(ctx, recipeImage)).WithTimeout(10*time.Minute).WithPolling(2*time.Second).Should(Not(BeNil()), func() string {
-			return fmt.Sprintf("%+v", firewalls(ctx))
+			return describeFirewalls(firewalls(ctx))
 		})
 		fw = readyOn(ctx, recipeImage)(Default)
 		Expect(fw.Status.MachineStatus).To(HaveField("LastEvent.Event", "Phoned Home"))
