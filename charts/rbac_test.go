@@ -207,4 +207,16 @@ var _ = Describe("RBAC", func() {
 		Expect(allows(extension.Rules, "networking.istio.io", "envoyfilters", "create", "")).To(BeFalse(), "EnvoyFilters are created by gardener-resource-manager from the ManagedResources")
 		Expect(allows(extension.Rules, "", "pods", "get", "")).To(BeFalse())
 	})
+
+	It("touches provider-metal's FirewallDeployment `firewall` only, to give its replicas back", func() {
+		for _, verb := range []string{"get", "patch"} {
+			Expect(allows(extension.Rules, "firewall.metal-stack.io", "firewalldeployments", verb, "firewall")).To(BeTrue(), verb)
+			Expect(allows(extension.Rules, "firewall.metal-stack.io", "firewalldeployments", verb, "other")).To(BeFalse(), verb)
+		}
+		for _, verb := range []string{"list", "watch", "create", "update", "delete"} {
+			Expect(allows(extension.Rules, "firewall.metal-stack.io", "firewalldeployments", verb, "firewall")).To(BeFalse(), verb)
+		}
+		Expect(allows(extension.Rules, "firewall.metal-stack.io", "firewalldeployments/status", "patch", "firewall")).To(BeFalse())
+		Expect(allows(extension.Rules, "firewall.metal-stack.io", "firewalls", "get", "firewall")).To(BeFalse())
+	})
 })

@@ -20,6 +20,7 @@ targets=(
   ./pkg/firewall/fqdn:FuzzMatches
   ./pkg/firewall/dnsproxy:FuzzAnswerAddresses
   ./pkg/firewall/droplog:FuzzDecode
+  ./pkg/webhook/firewalldeployment:FuzzHandle
 )
 for target in "${targets[@]}"; do
   pkg="${target%%:*}" fn="${target##*:}"

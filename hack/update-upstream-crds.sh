@@ -51,6 +51,17 @@ fcm_dir="$(go mod download -json "$fcm_module@$fcm_version" | sed -n 's/^[[:spac
   sed 's/^/# /; s/ $//' "$fcm_dir/LICENSE"
   cat "$fcm_dir/config/crds/firewall.metal-stack.io_firewallmonitors.yaml"
 } > "$out/shoot/crd-firewall.metal-stack.io_firewallmonitors.yaml"
+# firewall-controller-manager's FirewallDeployment CRD, which
+# gardener-extension-provider-metal writes into every metal shoot's namespace of
+# the seed: the webhook that holds its replicas is tested against it.
+{
+  echo "# Copied by hack/update-upstream-crds.sh from $fcm_module@$fcm_version,"
+  echo "# config/crds/firewall.metal-stack.io_firewalldeployments.yaml. Do not edit."
+  echo "# Its license:"
+  echo "#"
+  sed 's/^/# /; s/ $//' "$fcm_dir/LICENSE"
+  cat "$fcm_dir/config/crds/firewall.metal-stack.io_firewalldeployments.yaml"
+} > "$out/crd-firewall.metal-stack.io_firewalldeployments.yaml"
 # Its own example policies (not a CRD: kept out of the directory tests install).
 mkdir -p "$out/examples"
 {

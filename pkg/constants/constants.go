@@ -112,7 +112,12 @@ const (
 	// MetalStackMonitorGroup is the API group of metal-stack's
 	// firewall-controller-manager, whose FirewallMonitor (version v2) the
 	// agent keeps current in shoots that hold that kind.
-	MetalStackMonitorGroup = "firewall.metal-stack.io"
+	MetalStackMonitorGroup = MetalStackFirewallGroup
+	// MetalStackFirewallGroup and MetalStackFirewallVersion are the API of
+	// firewall-controller-manager (FirewallDeployment, FirewallSet, Firewall,
+	// FirewallMonitor), v0.6.1.
+	MetalStackFirewallGroup   = "firewall.metal-stack.io"
+	MetalStackFirewallVersion = "v2"
 	// AgentCSRClusterRoleName is the seed ClusterRole that lets an agent request
 	// its client certificate.
 	AgentCSRClusterRoleName = "gardener-extension-firewall:agent-csr"
@@ -157,4 +162,21 @@ const (
 	// IngressNamespaceLabel and IngressNamespaceRole select Gardener's Istio ingress namespaces.
 	IngressNamespaceLabel = "gardener.cloud/role"
 	IngressNamespaceRole  = "istio-ingress"
+)
+
+// gardener-extension-provider-metal's firewall, which stands aside in shoots
+// with a `firewall` Extension (pkg/webhook/firewalldeployment).
+const (
+	// ShootNamespaceFirewallLabel is the label gardenlet sets on the shoot
+	// namespaces of shoots that name the `firewall` extension type
+	// (Gardener's LabelExtensionPrefix and the type); the webhook is scoped to them.
+	ShootNamespaceFirewallLabel = "extensions.gardener.cloud/" + FirewallExtensionType
+	// AnnotationHeldReplicas on firewall-controller-manager's FirewallDeployment
+	// keeps the replicas its writer (provider-metal) asked for while the
+	// webhook holds them at 0: what they go back to when the `firewall`
+	// Extension goes.
+	AnnotationHeldReplicas = firewallv1alpha1.GroupName + "/held-replicas"
+	// ProviderFirewallDeploymentName is the name of provider-metal's
+	// FirewallDeployment (firewall.metal-stack.io/v2) in the shoot namespace.
+	ProviderFirewallDeploymentName = "firewall"
 )

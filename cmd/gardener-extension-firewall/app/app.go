@@ -36,6 +36,7 @@ import (
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/controller/metricsendpoints"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/credentials"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/webhook/envoyfilter"
+	"github.com/metal-firewall/gardener-extension-firewall/pkg/webhook/firewalldeployment"
 )
 
 // LeaderElectionID is the name of the leader election Lease; the chart's Role names it.
@@ -185,6 +186,9 @@ func AddToManager(ctx context.Context, mgr manager.Manager, opts *Options, provi
 	}
 	if opts.WebhookCertDir != "" {
 		if err := envoyfilter.AddToManager(mgr); err != nil {
+			return err
+		}
+		if err := firewalldeployment.AddToManager(mgr); err != nil {
 			return err
 		}
 		if opts.WebhookConfigNamespace != "" {

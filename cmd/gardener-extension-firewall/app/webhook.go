@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/webhook/envoyfilter"
+	"github.com/metal-firewall/gardener-extension-firewall/pkg/webhook/firewalldeployment"
 )
 
 // WebhookComponentName names the webhook's certificates the Gardener way; its prefixed form,
@@ -22,11 +23,17 @@ const WebhookComponentName = "firewall"
 // WebhookServiceName is the name of the Service the webhook registration points at.
 var WebhookServiceName = extensionswebhook.PrefixedName(WebhookComponentName, false)
 
-// WebhookConfiguration is the registration of the EnvoyFilter webhook behind the Service
-// WebhookServiceName in namespace, without a CA bundle (the certificate reconciler adds it).
+// WebhookConfiguration is the registration of the seed webhooks behind the Service
+// WebhookServiceName in namespace, without a CA bundle (the certificate reconciler adds it):
+// the EnvoyFilter webhook, whose name the configuration keeps, and the FirewallDeployment
+// webhook that holds provider-metal's firewall.
 func WebhookConfiguration(namespace string, servicePort int) *admissionregistrationv1.MutatingWebhookConfiguration {
-	return envoyfilter.MutatingWebhookConfiguration(extensionswebhook.BuildClientConfigFor(
-		envoyfilter.Path, namespace, WebhookComponentName, false, servicePort, extensionswebhook.ModeService, "", nil))
+	clientConfig := func(path string) admissionregistrationv1.WebhookClientConfig {
+		return extensionswebhook.BuildClientConfigFor(path, namespace, WebhookComponentName, false, servicePort, extensionswebhook.ModeService, "", nil)
+	}
+	cfg := envoyfilter.MutatingWebhookConfiguration(clientConfig(envoyfilter.Path))
+	cfg.Webhooks = append(cfg.Webhooks, firewalldeployment.Webhook(clientConfig(firewalldeployment.Path)))
+	return cfg
 }
 
 // addWebhookCertificates does what Gardener's extensions do for their seed webhooks: a CA and

@@ -6,6 +6,7 @@ import (
 
 	. "github.com/metal-firewall/gardener-extension-firewall/cmd/gardener-extension-firewall/app"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/webhook/envoyfilter"
+	"github.com/metal-firewall/gardener-extension-firewall/pkg/webhook/firewalldeployment"
 )
 
 var _ = Describe("WebhookConfiguration", func() {
@@ -13,7 +14,7 @@ var _ = Describe("WebhookConfiguration", func() {
 		Expect(WebhookServiceName).To(Equal("gardener-extension-firewall"))
 		cfg := WebhookConfiguration("extension-firewall-abc", 443)
 		Expect(cfg.Name).To(Equal(envoyfilter.Name))
-		Expect(cfg.Webhooks).To(HaveLen(1))
+		Expect(cfg.Webhooks).To(HaveLen(2))
 		cc := cfg.Webhooks[0].ClientConfig
 		Expect(cc.URL).To(BeNil())
 		Expect(cc.CABundle).To(BeEmpty(), "the certificate reconciler injects the CA it manages")
@@ -24,5 +25,12 @@ var _ = Describe("WebhookConfiguration", func() {
 		Expect(*cc.Service.Path).To(Equal(envoyfilter.Path))
 		// The scope stays the one the webhook package defines.
 		Expect(cfg.Webhooks[0].MatchConditions).To(Equal(envoyfilter.MutatingWebhookConfiguration(cc).Webhooks[0].MatchConditions))
+
+		By("the FirewallDeployment webhook behind the same Service, at its own path")
+		fd := cfg.Webhooks[1]
+		Expect(fd.Name).To(Equal(firewalldeployment.Name))
+		Expect(fd.ClientConfig.Service.Name).To(Equal(WebhookServiceName))
+		Expect(*fd.ClientConfig.Service.Path).To(Equal(firewalldeployment.Path))
+		Expect(fd.NamespaceSelector).To(Equal(firewalldeployment.Webhook(fd.ClientConfig).NamespaceSelector))
 	})
 })

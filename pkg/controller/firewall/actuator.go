@@ -215,6 +215,9 @@ func (a *actuator) work(ctx context.Context) (done func(), err error) {
 // Delete removes the firewalls (their machines first, through the manager's
 // finalizers) and then every credential of the shoot in this seed.
 func (a *actuator) Delete(ctx context.Context, log logr.Logger, ex *extensionsv1alpha1.Extension) error {
+	if err := a.giveBackProviderFirewall(ctx, log, ex.Namespace); err != nil {
+		return err
+	}
 	d := &firewallv1alpha1.FirewallDeployment{ObjectMeta: metav1.ObjectMeta{Name: constants.FirewallDeploymentName, Namespace: ex.Namespace}}
 	if err := a.client.Delete(ctx, d); client.IgnoreNotFound(err) != nil {
 		return err

@@ -1,0 +1,70 @@
+package firewall
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"time"
+
+	reconcilerutils "github.com/gardener/gardener/pkg/controllerutils/reconciler"
+	"github.com/go-logr/logr"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/metal-firewall/gardener-extension-firewall/pkg/constants"
+)
+
+// providerFirewallGVK is firewall-controller-manager's FirewallDeployment, which
+// gardener-extension-provider-metal writes into metal shoots' namespaces and
+// pkg/webhook/firewalldeployment holds at 0 replicas while this extension drives the firewall.
+var providerFirewallGVK = schema.GroupVersionKind{Group: constants.MetalStackFirewallGroup, Version: constants.MetalStackFirewallVersion, Kind: "FirewallDeployment"}
+
+// giveBackProviderFirewall gives provider-metal's firewall the replicas the webhook held
+// and waits until firewall-controller-manager reports them Ready: only then may this
+// extension's firewalls go, so that the shoot is never without one. Nothing is given back
+// where nothing was held, or to a shoot that is being deleted (its Worker goes too).
+func (a *actuator) giveBackProviderFirewall(ctx context.Context, log logr.Logger, namespace string) error {
+	deploy := &unstructured.Unstructured{}
+	deploy.SetGroupVersionKind(providerFirewallGVK)
+	if err := a.direct.Get(ctx, client.ObjectKey{Namespace: namespace, Name: constants.ProviderFirewallDeploymentName}, deploy); err != nil {
+		if meta.IsNoMatchError(err) {
+			return nil // not a metal seed: no provider-metal firewall
+		}
+		return client.IgnoreNotFound(err)
+	}
+	held, ok := deploy.GetAnnotations()[constants.AnnotationHeldReplicas]
+	if !ok || deploy.GetDeletionTimestamp() != nil {
+		return nil
+	}
+	shoot, err := a.shootOf(ctx, namespace)
+	if err != nil {
+		return err
+	}
+	if shoot != nil && shoot.DeletionTimestamp != nil {
+		return nil
+	}
+	want, err := strconv.ParseInt(held, 10, 64)
+	if err != nil || want < 0 {
+		return fmt.Errorf("FirewallDeployment %s/%s of provider-metal: annotation %s=%.20q is not a number of replicas", namespace, deploy.GetName(), constants.AnnotationHeldReplicas, held)
+	}
+	replicas, _, _ := unstructured.NestedInt64(deploy.Object, "spec", "replicas")
+	if replicas != want {
+		log.Info("Giving provider-metal's firewall its replicas back before this extension's firewall goes", "replicas", want)
+		patch := fmt.Appendf(nil, `{"spec":{"replicas":%d}}`, want)
+		if err := a.direct.Patch(ctx, deploy, client.RawPatch(types.MergePatchType, patch)); err != nil {
+			return err
+		}
+	}
+	ready, _, _ := unstructured.NestedInt64(deploy.Object, "status", "readyReplicas")
+	if ready < want {
+		log.Info("Waiting for provider-metal's firewall before this extension's firewall goes", "ready", ready, "replicas", want)
+		return &reconcilerutils.RequeueAfterError{RequeueAfter: 10 * time.Second,
+			Cause: fmt.Errorf("provider-metal's firewall (FirewallDeployment %s/%s of firewall-controller-manager): %d of %d Ready", namespace, deploy.GetName(), ready, want)}
+	}
+	// Given back: the annotation goes, so that a later Extension holds afresh.
+	patch := fmt.Appendf(nil, `{"metadata":{"annotations":{%q:null}}}`, constants.AnnotationHeldReplicas)
+	return a.direct.Patch(ctx, deploy, client.RawPatch(types.MergePatchType, patch))
+}

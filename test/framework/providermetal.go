@@ -1,0 +1,99 @@
+package framework
+
+import (
+	"context"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/metal-firewall/gardener-extension-firewall/pkg/constants"
+)
+
+// ProviderFirewallGVK is firewall-controller-manager's FirewallDeployment.
+var ProviderFirewallGVK = schema.GroupVersionKind{Group: constants.MetalStackFirewallGroup, Version: constants.MetalStackFirewallVersion, Kind: "FirewallDeployment"}
+
+// WriteProviderFirewall writes firewall-controller-manager's FirewallDeployment as
+// gardener-extension-provider-metal's Worker reconcile does
+// (pkg/controller/worker/firewall_reconcile.go): create or update with the reconcile
+// annotation, its webhook's label, FCM's finalizer and replicas 1. The objects' schema is
+// FCM's CRD (upstream-crds).
+func WriteProviderFirewall(ctx context.Context, c client.Client, namespace string) error {
+	deploy := &unstructured.Unstructured{}
+	deploy.SetGroupVersionKind(ProviderFirewallGVK)
+	err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: constants.ProviderFirewallDeploymentName}, deploy)
+	create := apierrors.IsNotFound(err)
+	if err != nil && !create {
+		return err
+	}
+	deploy.SetName(constants.ProviderFirewallDeploymentName)
+	deploy.SetNamespace(namespace)
+	annotations := deploy.GetAnnotations()
+	if annotations == nil {
+		annotations = map[string]string{}
+	}
+	annotations["firewall.metal-stack.io/reconcile"] = "true"
+	deploy.SetAnnotations(annotations)
+	deploy.SetLabels(map[string]string{"gardener-shoot-namespace": namespace})
+	deploy.SetFinalizers([]string{"firewall.metal-stack.io/firewall-controller-manager"})
+	for _, f := range []struct {
+		value any
+		path  []string
+	}{
+		{int64(1), []string{"spec", "replicas"}},
+		{false, []string{"spec", "autoUpdate", "machineImage"}},
+		{map[string]any{"cluster.metal-stack.io/id": "c1"}, []string{"spec", "selector"}},
+		{map[string]any{"cluster.metal-stack.io/id": "c1"}, []string{"spec", "template", "metadata", "labels"}},
+		{map[string]any{
+			"size": "n1-medium-x86", "image": "firewall-ubuntu-3.0", "partition": "p1", "project": "proj",
+			"networks": []any{"internet", "private-net"},
+		}, []string{"spec", "template", "spec"}},
+	} {
+		if err := unstructured.SetNestedField(deploy.Object, f.value, f.path...); err != nil {
+			return err
+		}
+	}
+	if create {
+		return c.Create(ctx, deploy)
+	}
+	return c.Update(ctx, deploy)
+}
+
+// ReportProviderFirewall writes the status firewall-controller-manager writes for the
+// FirewallDeployment: ready Ready replicas.
+func ReportProviderFirewall(ctx context.Context, c client.Client, namespace string, ready int64) error {
+	deploy, err := ProviderFirewall(ctx, c, namespace)
+	if err != nil {
+		return err
+	}
+	if err := unstructured.SetNestedMap(deploy.Object, map[string]any{
+		"conditions": []any{}, "observedRevision": int64(0), "progressingReplicas": int64(0),
+		"readyReplicas": ready, "targetReplicas": ready, "unhealthyReplicas": int64(0),
+	}, "status"); err != nil {
+		return err
+	}
+	return c.Status().Update(ctx, deploy)
+}
+
+// ProviderFirewall reads firewall-controller-manager's FirewallDeployment.
+func ProviderFirewall(ctx context.Context, c client.Reader, namespace string) (*unstructured.Unstructured, error) {
+	deploy := &unstructured.Unstructured{}
+	deploy.SetGroupVersionKind(ProviderFirewallGVK)
+	return deploy, c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: constants.ProviderFirewallDeploymentName}, deploy)
+}
+
+// ProviderFirewallReplicas is its spec.replicas.
+func ProviderFirewallReplicas(ctx context.Context, c client.Reader, namespace string) (int64, error) {
+	deploy, err := ProviderFirewall(ctx, c, namespace)
+	if err != nil {
+		return 0, err
+	}
+	r, _, err := unstructured.NestedInt64(deploy.Object, "spec", "replicas")
+	return r, err
+}
+
+// SetNested sets a field of an unstructured object.
+func SetNested(obj map[string]any, value any, path ...string) error {
+	return unstructured.SetNestedField(obj, value, path...)
+}

@@ -1,0 +1,49 @@
+package firewallextension_test
+
+import (
+	"strings"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/metal-firewall/gardener-extension-firewall/pkg/constants"
+	"github.com/metal-firewall/gardener-extension-firewall/test/framework"
+)
+
+var _ = Describe("Extension firewall beside provider-metal's firewall", func() {
+	It("gives provider-metal's firewall its replicas back when it goes, and keeps its own firewall until that one is Ready", func(ctx SpecContext) {
+		namespace := "shoot--p--giveback"
+		createShoot(ctx, seedA, namespace)
+		ex := newExtension(namespace, strings.Replace(providerConfig, "firewall-ubuntu-3.0", "firewall-ubuntu-3.0-giveback", 1))
+		Expect(seedA.client.Create(ctx, ex)).To(Succeed())
+		succeeded(ctx, seedA, ex)
+		Expect(firewalls(ctx, seedA, namespace)).To(HaveLen(1))
+
+		By("provider-metal's FirewallDeployment as the webhook holds it: 0 replicas, the 1 asked for kept")
+		Expect(framework.WriteProviderFirewall(ctx, seedA.client, namespace)).To(Succeed())
+		deploy, err := framework.ProviderFirewall(ctx, seedA.client, namespace)
+		Expect(err).NotTo(HaveOccurred())
+		patch := client.MergeFrom(deploy.DeepCopy())
+		Expect(framework.SetNested(deploy.Object, int64(0), "spec", "replicas")).To(Succeed())
+		deploy.SetAnnotations(map[string]string{constants.AnnotationHeldReplicas: "1"})
+		Expect(seedA.client.Patch(ctx, deploy, patch)).To(Succeed())
+		Expect(framework.ReportProviderFirewall(ctx, seedA.client, namespace, 0)).To(Succeed())
+
+		By("the Extension deleted: provider-metal's firewall first")
+		Expect(seedA.client.Delete(ctx, ex)).To(Succeed())
+		Eventually(func() (int64, error) { return framework.ProviderFirewallReplicas(ctx, seedA.client, namespace) }).WithTimeout(time.Minute).Should(BeEquivalentTo(1))
+		Consistently(func() int { return len(firewalls(ctx, seedA, namespace)) }).WithTimeout(3*time.Second).Should(Equal(1),
+			"the shoot's own firewall stays while provider-metal's is not Ready")
+
+		By("firewall-controller-manager reports provider-metal's firewall Ready: this extension's goes")
+		Expect(framework.ReportProviderFirewall(ctx, seedA.client, namespace, 1)).To(Succeed())
+		Eventually(func() bool { return apierrors.IsNotFound(seedA.client.Get(ctx, client.ObjectKeyFromObject(ex), ex)) }).WithTimeout(time.Minute).Should(BeTrue())
+		Expect(firewalls(ctx, seedA, namespace)).To(BeEmpty())
+		deploy, err = framework.ProviderFirewall(ctx, seedA.client, namespace)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(deploy.GetAnnotations()).NotTo(HaveKey(constants.AnnotationHeldReplicas), "given back: a later Extension holds afresh")
+	})
+})
