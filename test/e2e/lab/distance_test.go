@@ -223,6 +223,22 @@ func distanceSpecs(e *labEnv) {
 				g.Expect(fws[0].Name).To(Equal(newFw.Name))
 				g.Expect(fws[0].Status.AgentStatus).To(HaveField("Distance", HaveValue(BeEquivalentTo(0))))
 			}).WithTimeout(10 * time.Minute).WithPolling(time.Second).Should(Succeed())
+			// The Firewall goes before its machine: the streams run on until
+			// the old machine is off the leaf (its port deleted), and two
+			// seconds' worth of packets after, so that its going is measured too.
+			Eventually(func() error {
+				_, err := e.l.Run(ctx, "! ip link show "+oldMachine.Port()+" >/dev/null 2>&1")
+				return err
+			}).WithTimeout(3 * time.Minute).WithPolling(time.Second).Should(Succeed(), "the old machine is halted")
+			steps.record(old.Name, "machine halted")
+			toHost, toNode, err := streams.Report()
+			Expect(err).NotTo(HaveOccurred())
+			Eventually(func(g Gomega) {
+				h, n, err := streams.Report()
+				g.Expect(err).NotTo(HaveOccurred())
+				g.Expect(h.Received).To(BeNumerically(">=", toHost.Received+2*lab.StreamRate))
+				g.Expect(n.Received).To(BeNumerically(">=", toNode.Received+2*lab.StreamRate))
+			}).WithTimeout(time.Minute).WithPolling(200 * time.Millisecond).Should(Succeed())
 			stopSampling()
 			<-sampled
 			Expect(oldAnnounced).To(HaveKey(firewallv1alpha1.LongestDistance), "the old firewall announced the longest distance before it went")

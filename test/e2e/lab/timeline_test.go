@@ -34,16 +34,23 @@ func (t *timeline) observe(fws []firewallv1alpha1.Firewall) {
 	seen := map[string]bool{}
 	for _, fw := range fws {
 		seen[fw.Name] = true
-		t.record(fw.Name, firewallState(fw))
+		t.recordLocked(fw.Name, firewallState(fw))
 	}
 	for name := range t.last {
-		if !seen[name] {
-			t.record(name, "deleted")
+		if !seen[name] && t.last[name] != "machine halted" {
+			t.recordLocked(name, "deleted")
 		}
 	}
 }
 
+// record records a firewall's state.
 func (t *timeline) record(name, state string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.recordLocked(name, state)
+}
+
+func (t *timeline) recordLocked(name, state string) {
 	if t.last[name] == state {
 		return
 	}
