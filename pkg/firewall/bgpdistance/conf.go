@@ -3,6 +3,7 @@ package bgpdistance
 import (
 	"fmt"
 	"regexp"
+	"strconv"
 	"strings"
 )
 
@@ -22,6 +23,18 @@ const MaxDistance = 8
 // that a new distance reaches the fabric only with the session reset that
 // follows (see Announcer.Announce), never as an update of a route in place.
 const delayTimer = "bgp route-map delay-timer 0"
+
+// OwnRoutes is the extended community list the agent's route-map matches:
+// the route target bgpd derives for the firewall's own EVPN routes (the low
+// 16 bits of its AS, and a VNI), which its VRF leaks carry too. Routes it
+// learned from the fabric carry their originators' (the leaf's, another
+// firewall's) and are not sent back: metal-networker's configuration
+// filters the unicast families so (only-self-out) but not l2vpn evpn, and
+// metal-core's leaves accept such reflections (allowas-in, which the leaks
+// need). When a firewall went, FRR 10.3's leaf installed every prefix its
+// reflections touched again, and lost the router MAC of the firewall that
+// carried the traffic for about 40 ms meanwhile.
+const OwnRoutes = "firewall-agent-own"
 
 // routerBGP matches the default VRF's BGP instance; instances of VRFs have
 // a " vrf " after the ASN.
@@ -91,10 +104,17 @@ func Render(conf string, distance int, peerGroup string) (string, error) {
 		lines = append(lines[:afEnd], append([]string{"  " + attach}, lines[afEnd:]...)...)
 	}
 
+	n, err := strconv.ParseUint(asn, 10, 32)
+	if err != nil {
+		return "", fmt.Errorf("router bgp %s: not an AS number", asn)
+	}
 	block := []string{
-		"! " + RouteMap + ": the firewall's distance, written by the firewall agent",
+		"! " + RouteMap + ": the firewall's distance and only its own routes, written by the firewall agent",
 		delayTimer,
+		// As FRR writes it back (seq 5), so that a reload finds no difference.
+		fmt.Sprintf("bgp extcommunity-list expanded %s seq 5 permit RT:%d:", OwnRoutes, n%65536),
 		"route-map " + RouteMap + " permit 10",
+		" match extcommunity " + OwnRoutes,
 	}
 	if distance > 0 {
 		block = append(block, " set as-path prepend "+strings.TrimSpace(strings.Repeat(asn+" ", distance)))
@@ -130,13 +150,14 @@ func Distance(conf string) (distance int, ok bool) {
 }
 
 // withoutRouteMap drops the agent's route-map (with its comment and closing
-// "!") and any route-map delay-timer (the agent's is written with the
-// route-map) from lines; the route-map's attachment stays, to be found again.
+// "!"), its extended community list and any route-map delay-timer (the
+// agent's is written with the route-map) from lines; the route-map's attachment stays, to be found again.
 func withoutRouteMap(lines []string) []string {
 	out := make([]string, 0, len(lines))
 	for i := 0; i < len(lines); i++ {
 		l := lines[i]
-		if strings.HasPrefix(l, "! "+RouteMap+":") || strings.HasPrefix(l, "bgp route-map delay-timer ") {
+		if strings.HasPrefix(l, "! "+RouteMap+":") || strings.HasPrefix(l, "bgp route-map delay-timer ") ||
+			strings.HasPrefix(l, "bgp extcommunity-list expanded "+OwnRoutes+" ") {
 			continue
 		}
 		if strings.HasPrefix(l, "route-map "+RouteMap+" ") {

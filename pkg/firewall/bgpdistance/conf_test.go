@@ -2,9 +2,12 @@ package bgpdistance_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -115,6 +118,25 @@ var _ = Describe("Render", func() {
 			for _, got := range []string{three, zero} {
 				Expect(strings.Count(got, "bgp route-map delay-timer")).To(Equal(1))
 				Expect(got).To(ContainSubstring("\nbgp route-map delay-timer 0\n"))
+			}
+		}
+	})
+
+	It("sends the fabric only the firewall's own routes, none it learned from the fabric", func() {
+		for name, conf := range firewallConfigs() {
+			By(name)
+			asn, err := strconv.ParseUint(strings.Fields(lines(conf)[slicesIndex(lines(conf), "router bgp ")])[2], 10, 32)
+			Expect(err).NotTo(HaveOccurred())
+			for _, d := range []int{0, 3} {
+				got, err := bgpdistance.Render(conf, d, "")
+				Expect(err).NotTo(HaveOccurred())
+				// bgpd derives the route target of its own EVPN routes from the
+				// low 16 bits of its AS; the route-map's one entry matches it,
+				// and the rest meets the route-map's implicit deny.
+				Expect(got).To(ContainSubstring(fmt.Sprintf("\nbgp extcommunity-list expanded %s seq 5 permit RT:%d:\n", bgpdistance.OwnRoutes, asn%65536)))
+				Expect(got).To(MatchRegexp(`(?m)^route-map ` + bgpdistance.RouteMap + ` permit 10\n match extcommunity ` + bgpdistance.OwnRoutes + `\n`))
+				Expect(regexp.MustCompile(`(?m)^route-map `+bgpdistance.RouteMap+` `).FindAllString(got, -1)).To(HaveLen(1), "no other entry of the route-map")
+				Expect(strings.Count(got, "bgp extcommunity-list expanded "+bgpdistance.OwnRoutes)).To(Equal(1))
 			}
 		}
 	})
