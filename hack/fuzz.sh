@@ -20,7 +20,7 @@ targets=(
   ./pkg/firewall/fqdn:FuzzMatches
   ./pkg/firewall/dnsproxy:FuzzAnswerAddresses
   ./pkg/firewall/droplog:FuzzDecode
-  ./pkg/webhook/firewalldeployment:FuzzHandle
+  ./pkg/webhook/providerfirewall:FuzzHandle
 )
 for target in "${targets[@]}"; do
   pkg="${target%%:*}" fn="${target##*:}"

@@ -165,7 +165,7 @@ const (
 )
 
 // gardener-extension-provider-metal's firewall, which stands aside in shoots
-// with a `firewall` Extension (pkg/webhook/firewalldeployment).
+// with a `firewall` Extension (pkg/webhook/providerfirewall).
 const (
 	// ShootNamespaceFirewallLabel is the label gardenlet sets on the shoot
 	// namespaces of shoots that name the `firewall` extension type

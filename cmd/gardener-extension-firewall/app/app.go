@@ -36,7 +36,7 @@ import (
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/controller/metricsendpoints"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/credentials"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/webhook/envoyfilter"
-	"github.com/metal-firewall/gardener-extension-firewall/pkg/webhook/firewalldeployment"
+	"github.com/metal-firewall/gardener-extension-firewall/pkg/webhook/providerfirewall"
 )
 
 // LeaderElectionID is the name of the leader election Lease; the chart's Role names it.
@@ -188,7 +188,7 @@ func AddToManager(ctx context.Context, mgr manager.Manager, opts *Options, provi
 		if err := envoyfilter.AddToManager(mgr); err != nil {
 			return err
 		}
-		if err := firewalldeployment.AddToManager(mgr); err != nil {
+		if err := providerfirewall.AddToManager(mgr); err != nil {
 			return err
 		}
 		if opts.WebhookConfigNamespace != "" {

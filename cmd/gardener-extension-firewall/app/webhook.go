@@ -13,7 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/webhook/envoyfilter"
-	"github.com/metal-firewall/gardener-extension-firewall/pkg/webhook/firewalldeployment"
+	"github.com/metal-firewall/gardener-extension-firewall/pkg/webhook/providerfirewall"
 )
 
 // WebhookComponentName names the webhook's certificates the Gardener way; its prefixed form,
@@ -32,7 +32,7 @@ func WebhookConfiguration(namespace string, servicePort int) *admissionregistrat
 		return extensionswebhook.BuildClientConfigFor(path, namespace, WebhookComponentName, false, servicePort, extensionswebhook.ModeService, "", nil)
 	}
 	cfg := envoyfilter.MutatingWebhookConfiguration(clientConfig(envoyfilter.Path))
-	cfg.Webhooks = append(cfg.Webhooks, firewalldeployment.Webhook(clientConfig(firewalldeployment.Path)))
+	cfg.Webhooks = append(cfg.Webhooks, providerfirewall.Webhook(clientConfig(providerfirewall.Path)))
 	return cfg
 }
 

@@ -6,7 +6,7 @@ import (
 
 	. "github.com/metal-firewall/gardener-extension-firewall/cmd/gardener-extension-firewall/app"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/webhook/envoyfilter"
-	"github.com/metal-firewall/gardener-extension-firewall/pkg/webhook/firewalldeployment"
+	"github.com/metal-firewall/gardener-extension-firewall/pkg/webhook/providerfirewall"
 )
 
 var _ = Describe("WebhookConfiguration", func() {
@@ -28,9 +28,9 @@ var _ = Describe("WebhookConfiguration", func() {
 
 		By("the FirewallDeployment webhook behind the same Service, at its own path")
 		fd := cfg.Webhooks[1]
-		Expect(fd.Name).To(Equal(firewalldeployment.Name))
+		Expect(fd.Name).To(Equal(providerfirewall.Name))
 		Expect(fd.ClientConfig.Service.Name).To(Equal(WebhookServiceName))
-		Expect(*fd.ClientConfig.Service.Path).To(Equal(firewalldeployment.Path))
-		Expect(fd.NamespaceSelector).To(Equal(firewalldeployment.Webhook(fd.ClientConfig).NamespaceSelector))
+		Expect(*fd.ClientConfig.Service.Path).To(Equal(providerfirewall.Path))
+		Expect(fd.NamespaceSelector).To(Equal(providerfirewall.Webhook(fd.ClientConfig).NamespaceSelector))
 	})
 })

@@ -19,7 +19,7 @@ import (
 
 // providerFirewallGVK is firewall-controller-manager's FirewallDeployment, which
 // gardener-extension-provider-metal writes into metal shoots' namespaces and
-// pkg/webhook/firewalldeployment holds at 0 replicas while this extension drives the firewall.
+// pkg/webhook/providerfirewall holds at 0 replicas while this extension drives the firewall.
 var providerFirewallGVK = schema.GroupVersionKind{Group: constants.MetalStackFirewallGroup, Version: constants.MetalStackFirewallVersion, Kind: "FirewallDeployment"}
 
 // giveBackProviderFirewall gives provider-metal's firewall the replicas the webhook held

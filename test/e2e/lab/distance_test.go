@@ -229,7 +229,7 @@ func distanceSpecs(e *labEnv) {
 			Eventually(func() error {
 				_, err := e.l.Run(ctx, "! ip link show "+oldMachine.Port()+" >/dev/null 2>&1")
 				return err
-			}).WithTimeout(3 * time.Minute).WithPolling(time.Second).Should(Succeed(), "the old machine is halted")
+			}).WithTimeout(3*time.Minute).WithPolling(time.Second).Should(Succeed(), "the old machine is halted")
 			steps.record(old.Name, "machine halted")
 			toHost, toNode, err := streams.Report()
 			Expect(err).NotTo(HaveOccurred())

@@ -22,7 +22,7 @@ import (
 	"github.com/gardener/gardener/pkg/client/kubernetes"
 
 	firewallv1alpha1 "github.com/metal-firewall/gardener-extension-firewall/pkg/apis/firewall/v1alpha1"
-	"github.com/metal-firewall/gardener-extension-firewall/pkg/webhook/firewalldeployment"
+	"github.com/metal-firewall/gardener-extension-firewall/pkg/webhook/providerfirewall"
 	"github.com/metal-firewall/gardener-extension-firewall/test/testenv"
 )
 
@@ -49,14 +49,14 @@ var _ = BeforeSuite(func() {
 	Expect(err).NotTo(HaveOccurred())
 
 	By("registering the webhook with the kube-apiserver as the extension registers it, served by this process")
-	wh := firewalldeployment.Webhook(admissionregistrationv1.WebhookClientConfig{
+	wh := providerfirewall.Webhook(admissionregistrationv1.WebhookClientConfig{
 		// envtest turns the service path into a URL on localhost.
-		Service: &admissionregistrationv1.ServiceReference{Name: "unused", Namespace: "unused", Path: ptr.To(strings.TrimPrefix(firewalldeployment.Path, "/"))},
+		Service: &admissionregistrationv1.ServiceReference{Name: "unused", Namespace: "unused", Path: ptr.To(strings.TrimPrefix(providerfirewall.Path, "/"))},
 	})
 	webhookOpts := &envtest.WebhookInstallOptions{
 		MutatingWebhooks: []*admissionregistrationv1.MutatingWebhookConfiguration{{Webhooks: []admissionregistrationv1.MutatingWebhook{wh}}},
 	}
-	webhookOpts.MutatingWebhooks[0].Name = firewalldeployment.Name
+	webhookOpts.MutatingWebhooks[0].Name = providerfirewall.Name
 	Expect(webhookOpts.Install(seed.Config)).To(Succeed())
 	DeferCleanup(func() { Expect(webhookOpts.Cleanup()).To(Succeed()) })
 
@@ -70,7 +70,7 @@ var _ = BeforeSuite(func() {
 		}),
 	})
 	Expect(err).NotTo(HaveOccurred())
-	Expect(firewalldeployment.AddToManager(mgr)).To(Succeed())
+	Expect(providerfirewall.AddToManager(mgr)).To(Succeed())
 	ctx, cancel := context.WithCancel(context.Background())
 	DeferCleanup(cancel)
 	go func() {

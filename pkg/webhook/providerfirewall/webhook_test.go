@@ -1,4 +1,4 @@
-package firewalldeployment_test
+package providerfirewall_test
 
 import (
 	"context"
@@ -20,7 +20,7 @@ import (
 
 	firewallv1alpha1 "github.com/metal-firewall/gardener-extension-firewall/pkg/apis/firewall/v1alpha1"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/constants"
-	"github.com/metal-firewall/gardener-extension-firewall/pkg/webhook/firewalldeployment"
+	"github.com/metal-firewall/gardener-extension-firewall/pkg/webhook/providerfirewall"
 )
 
 const shootNS = "shoot--p--a"
@@ -68,7 +68,7 @@ func handle(req admission.Request, objs ...client.Object) admission.Response {
 	Expect(kubernetes.AddSeedSchemeToScheme(scheme)).To(Succeed())
 	Expect(firewallv1alpha1.AddToScheme(scheme)).To(Succeed())
 	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(objs...).Build()
-	return (&firewalldeployment.Mutator{Reader: c}).Handle(context.Background(), req)
+	return (&providerfirewall.Mutator{Reader: c}).Handle(context.Background(), req)
 }
 
 // applied is the object after the response's patch, applied with the JSON
@@ -148,7 +148,7 @@ var _ = Describe("Mutator", func() {
 	})
 
 	It("is scoped to the shoot namespaces gardenlet labels with the firewall type, and fails closed", func() {
-		wh := firewalldeployment.Webhook(admissionregistrationClientConfig())
+		wh := providerfirewall.Webhook(admissionregistrationClientConfig())
 		Expect(wh.NamespaceSelector.MatchLabels).To(Equal(map[string]string{"extensions.gardener.cloud/firewall": "true"}))
 		Expect(wh.Rules).To(HaveLen(1))
 		Expect(wh.Rules[0].APIGroups).To(Equal([]string{"firewall.metal-stack.io"}))

@@ -1,4 +1,4 @@
-// Package firewalldeployment is the mutating webhook that makes the firewall of
+// Package providerfirewall is the mutating webhook that makes the firewall of
 // gardener-extension-provider-metal (GEPM) stand aside in shoots whose firewall this
 // extension drives. GEPM writes firewall-controller-manager's (FCM's) FirewallDeployment
 // (firewall.metal-stack.io/v2) `firewall` with `spec.replicas: 1` into every metal shoot's
@@ -17,7 +17,7 @@
 // Failure policy: Fail. With Ignore, a write of GEPM while the extension is unavailable would
 // give the shoot a second firewall announcing its networks beside this extension's. Fail costs
 // GEPM's Worker reconcile of these shoots (only) an error until the extension answers again.
-package firewalldeployment
+package providerfirewall
 
 import (
 	"context"
@@ -59,15 +59,15 @@ type Mutator struct {
 func (m *Mutator) Handle(ctx context.Context, req admission.Request) admission.Response {
 	deploy := &unstructured.Unstructured{}
 	if err := deploy.UnmarshalJSON(req.Object.Raw); err != nil {
-		return admission.Errored(http.StatusBadRequest, fmt.Errorf("decoding the FirewallDeployment %s/%s: %.300s", req.Namespace, req.Name, err))
+		return admission.Errored(http.StatusBadRequest, fmt.Errorf("decoding the FirewallDeployment %s/%s: %.300s", req.Namespace, req.Name, err.Error()))
 	}
 	replicas, _, err := unstructured.NestedInt64(deploy.Object, "spec", "replicas")
 	if err != nil {
-		return admission.Errored(http.StatusBadRequest, fmt.Errorf("FirewallDeployment %s/%s: spec.replicas: %.300s", req.Namespace, req.Name, err))
+		return admission.Errored(http.StatusBadRequest, fmt.Errorf("FirewallDeployment %s/%s: spec.replicas: %.300s", req.Namespace, req.Name, err.Error()))
 	}
 	ready, _, err := unstructured.NestedInt64(deploy.Object, "status", "readyReplicas")
 	if err != nil {
-		return admission.Errored(http.StatusBadRequest, fmt.Errorf("FirewallDeployment %s/%s: status.readyReplicas: %.300s", req.Namespace, req.Name, err))
+		return admission.Errored(http.StatusBadRequest, fmt.Errorf("FirewallDeployment %s/%s: status.readyReplicas: %.300s", req.Namespace, req.Name, err.Error()))
 	}
 	hold, why, err := Holds(ctx, m.Reader, req.Namespace, ready)
 	if err != nil {

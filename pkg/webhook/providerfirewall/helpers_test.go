@@ -1,4 +1,4 @@
-package firewalldeployment_test
+package providerfirewall_test
 
 import admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 

@@ -1,4 +1,4 @@
-package firewalldeployment_test
+package providerfirewall_test
 
 import (
 	"context"
@@ -15,7 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
-	"github.com/metal-firewall/gardener-extension-firewall/pkg/webhook/firewalldeployment"
+	"github.com/metal-firewall/gardener-extension-firewall/pkg/webhook/providerfirewall"
 )
 
 // FuzzHandle: no object panics the webhook; a refusal stays short, and what it lets
@@ -37,7 +37,7 @@ func FuzzHandle(f *testing.F) {
 		ObjectMeta: metav1.ObjectMeta{Name: "firewall", Namespace: "shoot--p--a"},
 		Spec:       extensionsv1alpha1.ExtensionSpec{DefaultSpec: extensionsv1alpha1.DefaultSpec{Type: "firewall"}},
 	}
-	m := &firewalldeployment.Mutator{Reader: fake.NewClientBuilder().WithScheme(scheme).WithObjects(ex).Build()}
+	m := &providerfirewall.Mutator{Reader: fake.NewClientBuilder().WithScheme(scheme).WithObjects(ex).Build()}
 	f.Fuzz(func(t *testing.T, raw []byte) {
 		req := admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{
 			Name: "firewall", Namespace: "shoot--p--a", Operation: admissionv1.Update, Object: runtime.RawExtension{Raw: raw},
