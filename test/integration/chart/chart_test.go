@@ -46,6 +46,7 @@ import (
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/constants"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/utils/seal"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/webhook/envoyfilter"
+	"github.com/metal-firewall/gardener-extension-firewall/pkg/webhook/providerfirewall"
 	"github.com/metal-firewall/gardener-extension-firewall/test/framework"
 	"github.com/metal-firewall/gardener-extension-firewall/test/testenv"
 )
@@ -272,8 +273,12 @@ var _ = Describe("The extension under the chart's RBAC", func() {
 		mwc := &admissionregistrationv1.MutatingWebhookConfiguration{}
 		Eventually(func(g Gomega) {
 			g.Expect(admin.Get(ctx, client.ObjectKey{Name: envoyfilter.Name}, mwc)).To(Succeed())
-			g.Expect(mwc.Webhooks).To(HaveLen(1))
-			g.Expect(mwc.Webhooks[0].ClientConfig.CABundle).NotTo(BeEmpty())
+			// The EnvoyFilter webhook and the one that holds provider-metal's firewall.
+			g.Expect(mwc.Webhooks).To(HaveLen(2))
+			g.Expect(mwc.Webhooks[1].Name).To(Equal(providerfirewall.Name))
+			for _, wh := range mwc.Webhooks {
+				g.Expect(wh.ClientConfig.CABundle).NotTo(BeEmpty(), wh.Name)
+			}
 			g.Expect(mwc.OwnerReferences).To(ContainElement(And(HaveField("Kind", "Namespace"), HaveField("Name", releaseNamespace))),
 				"removing the extension's namespace removes its registration")
 		}).Should(Succeed())
@@ -281,6 +286,8 @@ var _ = Describe("The extension under the chart's RBAC", func() {
 		Expect(svc.Name).To(Equal(app.WebhookServiceName))
 		Expect(svc.Namespace).To(Equal(releaseNamespace))
 		Expect(*svc.Port).To(BeEquivalentTo(opts.WebhookConfigServicePort))
+		Expect(mwc.Webhooks[1].ClientConfig.Service).To(HaveField("Path", HaveValue(Equal(providerfirewall.Path))))
+		Expect(mwc.Webhooks[1].ClientConfig.CABundle).To(Equal(mwc.Webhooks[0].ClientConfig.CABundle), "one CA for both")
 
 		pool := x509.NewCertPool()
 		Expect(pool.AppendCertsFromPEM(mwc.Webhooks[0].ClientConfig.CABundle)).To(BeTrue())
