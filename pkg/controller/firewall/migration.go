@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	firewallv1alpha1 "github.com/metal-firewall/gardener-extension-firewall/pkg/apis/firewall/v1alpha1"
@@ -143,6 +144,14 @@ func (a *actuator) Migrate(ctx context.Context, log logr.Logger, ex *extensionsv
 // deployment adopts the sets, the sets adopt the Firewalls, and the provider
 // finds each machine by its ID, so no second machine is ever created.
 func (a *actuator) Restore(ctx context.Context, log logr.Logger, ex *extensionsv1alpha1.Extension) error {
+	if err := a.restoreState(ctx, log, ex); err != nil {
+		return err
+	}
+	return a.Reconcile(ctx, log, ex)
+}
+
+// restoreState recreates the objects of ex's status.state.
+func (a *actuator) restoreState(ctx context.Context, log logr.Logger, ex *extensionsv1alpha1.Extension) error {
 	if ex.Status.State != nil && len(ex.Status.State.Raw) > 0 {
 		st := state{}
 		if err := json.Unmarshal(ex.Status.State.Raw, &st); err != nil {
@@ -164,15 +173,22 @@ func (a *actuator) Restore(ctx context.Context, log logr.Logger, ex *extensionsv
 				return fmt.Errorf("restoring Firewall %s: %w", fw.Name, err)
 			}
 			// Past the cache: one that has not seen the Firewall just created
-			// failed the restore with "not found" (seen in CI under load).
-			if err := a.direct.Get(ctx, client.ObjectKeyFromObject(obj), obj); err != nil {
-				return err
-			}
-			if obj.Status.MachineStatus == nil && fw.Status.MachineStatus != nil {
-				obj.Status.MachineStatus = fw.Status.MachineStatus
-				if err := a.client.Status().Update(ctx, obj); err != nil {
-					return fmt.Errorf("restoring the machine ID of Firewall %s: %w", fw.Name, err)
+			// failed the restore with "not found" (seen in CI under load). Again
+			// on a conflict: the manager writes the new Firewall's status too,
+			// and a failed restore is retried at once by Gardener's reconciler,
+			// whose status patch from its stale cache then left "Restore Error"
+			// standing while the retry waited (seen in CI).
+			if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+				if err := a.direct.Get(ctx, client.ObjectKeyFromObject(obj), obj); err != nil {
+					return err
 				}
+				if obj.Status.MachineStatus != nil || fw.Status.MachineStatus == nil {
+					return nil
+				}
+				obj.Status.MachineStatus = fw.Status.MachineStatus
+				return a.client.Status().Update(ctx, obj)
+			}); err != nil {
+				return fmt.Errorf("restoring the machine ID of Firewall %s: %w", fw.Name, err)
 			}
 		}
 		for _, s := range st.FirewallSets {
@@ -199,7 +215,7 @@ func (a *actuator) Restore(ctx context.Context, log logr.Logger, ex *extensionsv
 		}
 		log.Info("Restored firewall state", "firewallSets", len(st.FirewallSets), "firewalls", len(st.Firewalls))
 	}
-	return a.Reconcile(ctx, log, ex)
+	return nil
 }
 
 // releaseObjects removes every firewall object of the namespace without
