@@ -9,6 +9,8 @@ package constants
 import (
 	"time"
 
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
 	firewallv1alpha1 "github.com/metal-firewall/gardener-extension-firewall/pkg/apis/firewall/v1alpha1"
 )
 
@@ -180,3 +182,7 @@ const (
 	// FirewallDeployment (firewall.metal-stack.io/v2) in the shoot namespace.
 	ProviderFirewallDeploymentName = "firewall"
 )
+
+// ProviderFirewallDeploymentGVK is firewall-controller-manager's FirewallDeployment, the
+// kind of provider-metal's firewall, read as unstructured (FCM's module stays out of ours).
+var ProviderFirewallDeploymentGVK = schema.GroupVersionKind{Group: MetalStackFirewallGroup, Version: MetalStackFirewallVersion, Kind: "FirewallDeployment"}

@@ -5,14 +5,10 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/constants"
 )
-
-// ProviderFirewallGVK is firewall-controller-manager's FirewallDeployment.
-var ProviderFirewallGVK = schema.GroupVersionKind{Group: constants.MetalStackFirewallGroup, Version: constants.MetalStackFirewallVersion, Kind: "FirewallDeployment"}
 
 // WriteProviderFirewall writes firewall-controller-manager's FirewallDeployment as
 // gardener-extension-provider-metal's Worker reconcile does
@@ -21,7 +17,7 @@ var ProviderFirewallGVK = schema.GroupVersionKind{Group: constants.MetalStackFir
 // FCM's CRD (upstream-crds).
 func WriteProviderFirewall(ctx context.Context, c client.Client, namespace string) error {
 	deploy := &unstructured.Unstructured{}
-	deploy.SetGroupVersionKind(ProviderFirewallGVK)
+	deploy.SetGroupVersionKind(constants.ProviderFirewallDeploymentGVK)
 	err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: constants.ProviderFirewallDeploymentName}, deploy)
 	create := apierrors.IsNotFound(err)
 	if err != nil && !create {
@@ -79,7 +75,7 @@ func ReportProviderFirewall(ctx context.Context, c client.Client, namespace stri
 // ProviderFirewall reads firewall-controller-manager's FirewallDeployment.
 func ProviderFirewall(ctx context.Context, c client.Reader, namespace string) (*unstructured.Unstructured, error) {
 	deploy := &unstructured.Unstructured{}
-	deploy.SetGroupVersionKind(ProviderFirewallGVK)
+	deploy.SetGroupVersionKind(constants.ProviderFirewallDeploymentGVK)
 	return deploy, c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: constants.ProviderFirewallDeploymentName}, deploy)
 }
 
@@ -91,9 +87,4 @@ func ProviderFirewallReplicas(ctx context.Context, c client.Reader, namespace st
 	}
 	r, _, err := unstructured.NestedInt64(deploy.Object, "spec", "replicas")
 	return r, err
-}
-
-// SetNested sets a field of an unstructured object.
-func SetNested(obj map[string]any, value any, path ...string) error {
-	return unstructured.SetNestedField(obj, value, path...)
 }

@@ -10,17 +10,11 @@ import (
 	"github.com/go-logr/logr"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/constants"
 )
-
-// providerFirewallGVK is firewall-controller-manager's FirewallDeployment, which
-// gardener-extension-provider-metal writes into metal shoots' namespaces and
-// pkg/webhook/providerfirewall holds at 0 replicas while this extension drives the firewall.
-var providerFirewallGVK = schema.GroupVersionKind{Group: constants.MetalStackFirewallGroup, Version: constants.MetalStackFirewallVersion, Kind: "FirewallDeployment"}
 
 // giveBackProviderFirewall gives provider-metal's firewall the replicas the webhook held
 // and waits until firewall-controller-manager reports them Ready: only then may this
@@ -28,7 +22,7 @@ var providerFirewallGVK = schema.GroupVersionKind{Group: constants.MetalStackFir
 // where nothing was held, or to a shoot that is being deleted (its Worker goes too).
 func (a *actuator) giveBackProviderFirewall(ctx context.Context, log logr.Logger, namespace string) error {
 	deploy := &unstructured.Unstructured{}
-	deploy.SetGroupVersionKind(providerFirewallGVK)
+	deploy.SetGroupVersionKind(constants.ProviderFirewallDeploymentGVK)
 	if err := a.direct.Get(ctx, client.ObjectKey{Namespace: namespace, Name: constants.ProviderFirewallDeploymentName}, deploy); err != nil {
 		if meta.IsNoMatchError(err) {
 			return nil // not a metal seed: no provider-metal firewall

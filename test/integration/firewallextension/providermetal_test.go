@@ -7,6 +7,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/constants"
@@ -27,7 +28,7 @@ var _ = Describe("Extension firewall beside provider-metal's firewall", func() {
 		deploy, err := framework.ProviderFirewall(ctx, seedA.client, namespace)
 		Expect(err).NotTo(HaveOccurred())
 		patch := client.MergeFrom(deploy.DeepCopy())
-		Expect(framework.SetNested(deploy.Object, int64(0), "spec", "replicas")).To(Succeed())
+		Expect(unstructured.SetNestedField(deploy.Object, int64(0), "spec", "replicas")).To(Succeed())
 		deploy.SetAnnotations(map[string]string{constants.AnnotationHeldReplicas: "1"})
 		Expect(seedA.client.Patch(ctx, deploy, patch)).To(Succeed())
 		Expect(framework.ReportProviderFirewall(ctx, seedA.client, namespace, 0)).To(Succeed())
