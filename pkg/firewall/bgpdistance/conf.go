@@ -3,7 +3,6 @@ package bgpdistance
 import (
 	"fmt"
 	"regexp"
-	"strconv"
 	"strings"
 )
 
@@ -24,16 +23,14 @@ const MaxDistance = 8
 // follows (see Announcer.Announce), never as an update of a route in place.
 const delayTimer = "bgp route-map delay-timer 0"
 
-// OwnRoutes is the extended community list the agent's route-map matches:
-// the route target bgpd derives for the firewall's own EVPN routes (the low
-// 16 bits of its AS, and a VNI), which its VRF leaks carry too. Routes it
-// learned from the fabric carry their originators' (the leaf's, another
-// firewall's) and are not sent back: metal-networker's configuration
-// filters the unicast families so (only-self-out) but not l2vpn evpn, and
-// metal-core's leaves accept such reflections (allowas-in, which the leaks
-// need). When a firewall went, FRR 10.3's leaf installed every prefix its
-// reflections touched again, and lost the router MAC of the firewall that
-// carried the traffic for about 40 ms meanwhile.
+// OwnRoutes is the extended community list an agent of 5c8ca43 wrote to send
+// the fabric only the firewall's own EVPN routes, by the route target bgpd
+// derives for them (the low 16 bits of its AS, and a VNI). bgpd does not
+// always derive that: in the lab, FRR 10.3 gave one of a firewall's two
+// VRFs the route target 1:<VNI> at boot, now and then, and the list kept
+// all of that VRF's routes from the fabric, the agent's way to its seed
+// included. Render drops a list written before; the firewall again sends
+// the fabric the routes it learned from it too (see docs/operations/firewall/distance.md).
 const OwnRoutes = "firewall-agent-own"
 
 // routerBGP matches the default VRF's BGP instance; instances of VRFs have
@@ -104,17 +101,10 @@ func Render(conf string, distance int, peerGroup string) (string, error) {
 		lines = append(lines[:afEnd], append([]string{"  " + attach}, lines[afEnd:]...)...)
 	}
 
-	n, err := strconv.ParseUint(asn, 10, 32)
-	if err != nil {
-		return "", fmt.Errorf("router bgp %s: not an AS number", asn)
-	}
 	block := []string{
-		"! " + RouteMap + ": the firewall's distance and only its own routes, written by the firewall agent",
+		"! " + RouteMap + ": the firewall's distance, written by the firewall agent",
 		delayTimer,
-		// As FRR writes it back (seq 5), so that a reload finds no difference.
-		fmt.Sprintf("bgp extcommunity-list expanded %s seq 5 permit RT:%d:", OwnRoutes, n%65536),
 		"route-map " + RouteMap + " permit 10",
-		" match extcommunity " + OwnRoutes,
 	}
 	if distance > 0 {
 		block = append(block, " set as-path prepend "+strings.TrimSpace(strings.Repeat(asn+" ", distance)))

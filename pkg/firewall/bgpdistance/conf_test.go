@@ -122,21 +122,25 @@ var _ = Describe("Render", func() {
 		}
 	})
 
-	It("sends the fabric only the firewall's own routes, none it learned from the fabric", func() {
+	It("matches every route, and drops the route target list an earlier agent wrote", func() {
 		for name, conf := range firewallConfigs() {
 			By(name)
 			asn, err := strconv.ParseUint(strings.Fields(lines(conf)[slicesIndex(lines(conf), "router bgp ")])[2], 10, 32)
 			Expect(err).NotTo(HaveOccurred())
+			// What an agent of 5c8ca43 wrote: it kept a VRF's routes from the
+			// fabric whenever bgpd derived that VRF's route target otherwise.
+			earlier := strings.Replace(conf, "line vty", fmt.Sprintf("bgp extcommunity-list expanded %s seq 5 permit RT:%d:\nroute-map %s permit 10\n match extcommunity %s\n!\nline vty",
+				bgpdistance.OwnRoutes, asn%65536, bgpdistance.RouteMap, bgpdistance.OwnRoutes), 1)
+			Expect(earlier).To(ContainSubstring(bgpdistance.OwnRoutes))
 			for _, d := range []int{0, 3} {
-				got, err := bgpdistance.Render(conf, d, "")
+				got, err := bgpdistance.Render(earlier, d, "")
 				Expect(err).NotTo(HaveOccurred())
-				// bgpd derives the route target of its own EVPN routes from the
-				// low 16 bits of its AS; the route-map's one entry matches it,
-				// and the rest meets the route-map's implicit deny.
-				Expect(got).To(ContainSubstring(fmt.Sprintf("\nbgp extcommunity-list expanded %s seq 5 permit RT:%d:\n", bgpdistance.OwnRoutes, asn%65536)))
-				Expect(got).To(MatchRegexp(`(?m)^route-map ` + bgpdistance.RouteMap + ` permit 10\n match extcommunity ` + bgpdistance.OwnRoutes + `\n`))
+				Expect(got).NotTo(ContainSubstring(bgpdistance.OwnRoutes))
+				Expect(got).To(MatchRegexp(`(?m)^route-map `+bgpdistance.RouteMap+` permit 10\n( set as-path prepend [0-9 ]+\n)?!\n`), "the one entry matches every route")
 				Expect(regexp.MustCompile(`(?m)^route-map `+bgpdistance.RouteMap+` `).FindAllString(got, -1)).To(HaveLen(1), "no other entry of the route-map")
-				Expect(strings.Count(got, "bgp extcommunity-list expanded "+bgpdistance.OwnRoutes)).To(Equal(1))
+				fresh, err := bgpdistance.Render(conf, d, "")
+				Expect(err).NotTo(HaveOccurred())
+				Expect(got).To(Equal(fresh))
 			}
 		}
 	})
