@@ -101,7 +101,7 @@ func addControllers(ctx context.Context, mgr manager.Manager, seed, shoot *teste
 	// As the binary: each firewall Extension holds a worker while it waits for its firewall.
 	if err := firewallcontroller.AddToManagerWithOptions(ctx, mgr, firewallcontroller.AddOptions{
 		Controller: controller.Options{MaxConcurrentReconciles: 10},
-		Config:     firewallcontroller.Config{BootNamespace: BootNamespace, AgentUpdatePublicKey: opts.AgentUpdatePublicKey},
+		Config:     firewallcontroller.Config{BootNamespace: BootNamespace, AgentUpdatePublicKey: opts.AgentUpdatePublicKey, NodeNetworks: firewallcontroller.NodeNetworksOf(opts.Provider)},
 	}); err != nil {
 		return err
 	}

@@ -23,6 +23,9 @@ const (
 // PrivateNetwork is the private network Inventory makes for a project.
 func PrivateNetwork(project string) string { return "private-" + project }
 
+// PrivatePrefix is the prefix of the i-th project's private network.
+func PrivatePrefix(i int) string { return fmt.Sprintf("10.%d.0.0/16", 10+i%200) }
+
 // PrivateVRF is the VRF of the i-th project's private network.
 func PrivateVRF(i int) int64 { return int64(3981 + i) }
 
@@ -42,7 +45,7 @@ func Inventory(projects ...string) Options {
 		},
 	}
 	for i, p := range projects {
-		o.Networks = append(o.Networks, Network{ID: PrivateNetwork(p), Prefix: fmt.Sprintf("10.%d.0.0/16", 10+i%200), VRF: PrivateVRF(i), Private: true, ProjectID: p})
+		o.Networks = append(o.Networks, Network{ID: PrivateNetwork(p), Prefix: PrivatePrefix(i), VRF: PrivateVRF(i), Private: true, ProjectID: p})
 	}
 	return o
 }

@@ -85,13 +85,15 @@ type Server struct {
 	networks   map[string]*networkRecord
 	allocated  int
 	unanswered int
-	requests   int
-	violations []string
-	nextIP     map[string]int
-	nextASN    int64
-	inFlight   sync.WaitGroup
-	bootCtx    context.Context
-	stopBoots  context.CancelFunc
+	// networkFinds counts the network searches (POST /v1/network/find).
+	networkFinds int
+	requests     int
+	violations   []string
+	nextIP       map[string]int
+	nextASN      int64
+	inFlight     sync.WaitGroup
+	bootCtx      context.Context
+	stopBoots    context.CancelFunc
 }
 
 // New starts the server on a loopback port.

@@ -177,6 +177,7 @@ func AddToManager(ctx context.Context, mgr manager.Manager, opts *Options, provi
 			BootNamespace: opts.BootNamespace, ShootAccessTokenValidity: opts.ShootAccessTokenValidity, ReadyTimeout: opts.FirewallReadyTimeout,
 			MaxWaiting:      opts.FirewallMaxWaiting,
 			DroptailerImage: opts.DroptailerImage, AgentUpdatePublicKey: opts.agentUpdatePublicKey,
+			NodeNetworks: firewallcontroller.NodeNetworksOf(provider),
 		},
 	}); err != nil {
 		return err

@@ -17,6 +17,10 @@ var _ = Describe("ValidateFirewallExtensions", func() {
 		Expect(validator.ValidateFirewallExtensions(shoot(extension("firewall", valid)))).To(BeEmpty())
 	})
 
+	It("accepts rules on networks it cannot know yet: the node network the seed finds", func() {
+		Expect(validator.ValidateFirewallExtensions(shoot(extension("firewall", valid[:len(valid)-1]+`,"rateLimits":[{"networkID":"private","rate":1}]}`)))).To(BeEmpty())
+	})
+
 	It("accepts the DNS proxy's settings, which turn on toFQDNs", func() {
 		Expect(validator.ValidateFirewallExtensions(shoot(extension("firewall", valid[:len(valid)-1]+`,"dns":{"upstreams":["10.0.0.53"]}}`)))).To(BeEmpty())
 	})
@@ -42,7 +46,7 @@ var _ = Describe("ValidateFirewallExtensions", func() {
 		},
 		Entry("a key in the wrong case", valid[:len(valid)-1]+`,"SIZE":"x"}`, `unknown field "SIZE"`),
 		Entry("trailing data", valid+`{}`, "trailing content after the document"),
-		Entry("a networkID not in networks", valid[:len(valid)-1]+`,"rateLimits":[{"networkID":"underlay","rate":1}]}`,
+		Entry("a networkID neither in networks nor the node network", valid[:len(valid)-1]+`,"nodeNetwork":"private","rateLimits":[{"networkID":"underlay","rate":1}]}`,
 			`spec.extensions[0].providerConfig.rateLimits[0].networkID: Invalid value: "underlay": not one of networks`),
 		Entry("a rate the kernel refuses", valid[:len(valid)-1]+`,"rateLimits":[{"interface":"eth1","rate":17593}]}`,
 			`spec.extensions[0].providerConfig.rateLimits[0].rate: Invalid value: 17593`),

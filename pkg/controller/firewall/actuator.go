@@ -65,6 +65,9 @@ type Config struct {
 	// AgentUpdatePublicKey is the PEM of the Ed25519 key agent releases are
 	// signed with; set, each agent gets it and turns its self-update on.
 	AgentUpdatePublicKey []byte
+	// NodeNetworks finds a shoot's node network where its providerConfig
+	// does not name it; nil: it is not looked for (the local provider).
+	NodeNetworks NodeNetworks
 }
 
 // DefaultShootAccessTokenValidity keeps every credential but the agent's own
@@ -121,6 +124,9 @@ func (a *actuator) Reconcile(ctx context.Context, log logr.Logger, ex *extension
 	}
 	shoot, err := a.shootOf(ctx, ex.Namespace)
 	if err != nil {
+		return err
+	}
+	if cfg, err = a.resolveNetworks(ctx, cfg, shoot); err != nil {
 		return err
 	}
 	hibernated := hibernationEnabled(shoot)

@@ -85,13 +85,22 @@ var _ = Describe("Firewall on metal end to end", func() {
 
 		By("enabling the firewall for the shoot in seed A")
 		namespace := "shoot--metal--" + id
-		Expect(framework.ShootNamespace{Name: namespace, Shoot: shoot}.Create(ctx, cA)).To(Succeed())
+		// The shoot's nodes are its private network's prefix, as provider-metal
+		// allocates it; the providerConfig names only the internet: the
+		// extension finds the node network in the metal-api.
+		shootNS := framework.ShootNamespace{Name: namespace, Shoot: shoot, ShootNodes: metalapi.PrivatePrefix(0)}
+		Expect(shootNS.Create(ctx, cA)).To(Succeed())
 		providerConfig := func(image string) []byte {
-			return fmt.Appendf(nil, `{"size":%q,"image":%q,"partition":"partition-a","project":%q,"networks":[%q,%q],"internalPrefixes":["10.250.0.0/24"]}`,
-				metalapi.Size, image, project, metalapi.PrivateNetwork(project), metalapi.Internet)
+			return fmt.Appendf(nil, `{"size":%q,"image":%q,"partition":"partition-a","project":%q,"networks":[%q],"internalPrefixes":["10.250.0.0/24"]}`,
+				metalapi.Size, image, project, metalapi.Internet)
 		}
 		ex, err := framework.Reconcile(ctx, cA, namespace, "firewall", providerConfig(metalapi.Image))
 		Expect(err).NotTo(HaveOccurred())
+		Eventually(func(g Gomega) []string {
+			d := &firewallv1alpha1.FirewallDeployment{}
+			g.Expect(cA.Get(ctx, client.ObjectKey{Namespace: namespace, Name: "firewall"}, d)).To(Succeed())
+			return d.Spec.Template.Spec.Networks
+		}).Should(Equal([]string{metalapi.Internet, metalapi.PrivateNetwork(project)}), "the node network found")
 
 		By("the allocation timed out after the metal-api carried it out: the manager finds that machine and allocates no other")
 		var machineID string
@@ -197,7 +206,7 @@ var _ = Describe("Firewall on metal end to end", func() {
 		state, err := framework.Migrate(ctx, cA, ex, time.Minute)
 		Expect(err).NotTo(HaveOccurred())
 		Expect(kept.Echo("between migrate and restore")).To(Succeed())
-		Expect(framework.ShootNamespace{Name: namespace, Shoot: shoot}.Create(ctx, cB)).To(Succeed())
+		Expect(shootNS.Create(ctx, cB)).To(Succeed())
 		exB, err := framework.Restore(ctx, cB, ex, state, time.Minute)
 		Expect(err).NotTo(HaveOccurred())
 		Eventually(readyIn(cB)).WithTimeout(3 * time.Minute).WithPolling(time.Second).Should(Succeed())

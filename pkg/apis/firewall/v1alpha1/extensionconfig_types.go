@@ -22,8 +22,16 @@ type FirewallExtensionConfig struct {
 	Partition string `json:"partition"`
 	// Project is the metal project that owns the firewall.
 	Project string `json:"project"`
-	// Networks are the metal networks the firewall is attached to.
-	Networks []string `json:"networks"`
+	// Networks are the metal networks the firewall is attached to besides
+	// the node network, e.g. the internet.
+	// +optional
+	Networks []string `json:"networks,omitempty"`
+	// NodeNetwork is the metal network of the shoot's nodes, the project's
+	// private network. When unset, the extension finds it in the metal-api
+	// as gardener-extension-provider-metal does: the project's network
+	// whose prefix is the shoot's spec.networking.nodes.
+	// +optional
+	NodeNetwork string `json:"nodeNetwork,omitempty"`
 
 	FirewallTrafficSpec `json:",inline"`
 

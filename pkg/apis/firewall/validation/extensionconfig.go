@@ -31,7 +31,7 @@ func DecodeFirewallExtensionConfigAt(raw []byte, fldPath *field.Path) (*firewall
 	cfg := &firewallv1alpha1.FirewallExtensionConfig{}
 	if errs := strict.Decode(raw, cfg, fldPath, strict.Options{
 		MaxBytes: MaxProviderConfigBytes,
-		Required: "size, image, partition, project and networks are required",
+		Required: "size, image, partition and project are required",
 	}); len(errs) > 0 {
 		if timeoutErrs := malformedTimeouts(raw, fldPath); len(timeoutErrs) > 0 {
 			return nil, timeoutErrs
@@ -44,13 +44,37 @@ func DecodeFirewallExtensionConfigAt(raw []byte, fldPath *field.Path) (*firewall
 	return cfg, nil
 }
 
-// ValidateFirewallExtensionConfig checks the config as the Firewall spec it becomes.
+// ValidateFirewallExtensionConfig checks the config as the Firewall spec it
+// becomes. Until the node network is known (nodeNetwork set, or found by the
+// extension), networks may be empty and the
+// networks a SNAT rule, a rate limit or the metrics name are not checked
+// against them.
 func ValidateFirewallExtensionConfig(cfg *firewallv1alpha1.FirewallExtensionConfig, fldPath *field.Path) field.ErrorList {
-	allErrs := ValidateFirewallSpec(firewallv1alpha1.FirewallSpec{
-		Size: cfg.Size, Image: cfg.Image, Partition: cfg.Partition, Project: cfg.Project, Networks: cfg.Networks,
+	return validateFirewallExtensionConfig(cfg, fldPath, cfg.NodeNetwork != "")
+}
+
+// ValidateResolvedFirewallExtensionConfig checks the config as the Firewall
+// spec it becomes once the extension added what it found:
+// its networks are all there are.
+func ValidateResolvedFirewallExtensionConfig(cfg *firewallv1alpha1.FirewallExtensionConfig, fldPath *field.Path) field.ErrorList {
+	return validateFirewallExtensionConfig(cfg, fldPath, true)
+}
+
+func validateFirewallExtensionConfig(cfg *firewallv1alpha1.FirewallExtensionConfig, fldPath *field.Path, known bool) field.ErrorList {
+	networks := cfg.Networks
+	var allErrs field.ErrorList
+	if cfg.NodeNetwork != "" {
+		allErrs = append(allErrs, ValidateMetalID(cfg.NodeNetwork, fldPath.Child("nodeNetwork"))...)
+		if !slices.Contains(networks, cfg.NodeNetwork) {
+			networks = append(slices.Clone(networks), cfg.NodeNetwork)
+		}
+	}
+	spec := firewallv1alpha1.FirewallSpec{
+		Size: cfg.Size, Image: cfg.Image, Partition: cfg.Partition, Project: cfg.Project, Networks: networks,
 		FirewallTrafficSpec: cfg.FirewallTrafficSpec, AgentVersion: cfg.AgentVersion, AgentURL: cfg.AgentURL,
 		AgentSHA256: cfg.AgentSHA256, AgentSHA512: cfg.AgentSHA512,
-	}, fldPath)
+	}
+	allErrs = append(allErrs, validateFirewallSpec(spec, fldPath, known)...)
 	if r := cfg.Replicas; r != nil && (*r < 1 || *r > firewallv1alpha1.MaxReplicas) {
 		allErrs = append(allErrs, field.Invalid(fldPath.Child("replicas"), *r, fmt.Sprintf("must be within [1, %d]", firewallv1alpha1.MaxReplicas)))
 	}
@@ -64,9 +88,9 @@ func ValidateFirewallExtensionConfig(cfg *firewallv1alpha1.FirewallExtensionConf
 	allErrs = append(allErrs, validateTimeouts(firewallv1alpha1.FirewallTimeouts{CreateTimeout: cfg.CreateTimeout, HealthTimeout: cfg.HealthTimeout, DistanceTimeout: cfg.DistanceTimeout},
 		MinShootTimeout, fldPath)...)
 	allErrs = append(allErrs, ValidateDNSProxy(cfg.DNS, fldPath.Child("dns"))...)
-	allErrs = append(allErrs, ValidateAgentMetrics(cfg.Metrics, cfg.DNS, fldPath.Child("metrics"))...)
-	if m := cfg.Metrics; m != nil && m.InternalNetwork != "" && !slices.Contains(cfg.Networks, m.InternalNetwork) {
-		allErrs = append(allErrs, fielderrors.Invalid(fldPath.Child("metrics", "internalNetwork"), m.InternalNetwork, "must be one of networks"))
+	allErrs = append(allErrs, validateAgentMetrics(cfg.Metrics, cfg.DNS, fldPath.Child("metrics"), known && cfg.NodeNetwork == "")...)
+	if m := cfg.Metrics; known && m != nil && m.InternalNetwork != "" && !slices.Contains(networks, m.InternalNetwork) {
+		allErrs = append(allErrs, fielderrors.Invalid(fldPath.Child("metrics", "internalNetwork"), m.InternalNetwork, "must be one of networks or the node network"))
 	}
 	switch cfg.Hibernation {
 	case "", firewallv1alpha1.HibernationRelease, firewallv1alpha1.HibernationKeep:

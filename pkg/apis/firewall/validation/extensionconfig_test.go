@@ -17,8 +17,30 @@ var _ = Describe("DecodeFirewallExtensionConfig", func() {
 	// config is a valid providerConfig with extra appended inside the object.
 	config := func(extra string) string {
 		return `{"size":"c1-xlarge-x86","image":"firewall-ubuntu-3.0","partition":"fra-equ01","project":"0c4d1e2f-0000-4000-8000-000000000000",` +
-			`"networks":["internet","tenant-1"]` + extra + `}`
+			`"networks":["internet","tenant-1"],"nodeNetwork":"tenant-1"` + extra + `}`
 	}
+	// unresolved is a valid providerConfig without its node network, which
+	// the extension finds in the metal-api.
+	unresolved := func(extra string) string {
+		return `{"size":"c1-xlarge-x86","image":"firewall-ubuntu-3.0","partition":"fra-equ01","project":"0c4d1e2f-0000-4000-8000-000000000000"` + extra + `}`
+	}
+
+	It("accepts a config without networks, and its rules and metrics on networks not known yet", func() {
+		cfg, err := DecodeFirewallExtensionConfig([]byte(unresolved(
+			`,"networks":["internet"],"egressRules":[{"networkID":"internet"}],"rateLimits":[{"networkID":"tenant-1","rate":10}],"metrics":{"internalNetwork":"tenant-1"}`)))
+		Expect(err).NotTo(HaveOccurred())
+		Expect(cfg.NodeNetwork).To(BeEmpty())
+		_, err = DecodeFirewallExtensionConfig([]byte(unresolved("")))
+		Expect(err).NotTo(HaveOccurred(), "no network at all: the node network is found")
+		_, err = DecodeFirewallExtensionConfig([]byte(unresolved(`,"nodeNetwork":"tenant-1"`)))
+		Expect(err).NotTo(HaveOccurred(), "the node network alone")
+	})
+
+	It("accepts metrics without a network: the node network's", func() {
+		cfg, err := DecodeFirewallExtensionConfig([]byte(config(`,"metrics":{"port":9100}`)))
+		Expect(err).NotTo(HaveOccurred())
+		Expect(cfg.Metrics.InternalNetwork).To(BeEmpty())
+	})
 
 	It("accepts a valid config, networkIDs of its networks and the highest rate the kernel takes", func() {
 		cfg, err := DecodeFirewallExtensionConfig([]byte(config(fmt.Sprintf(
@@ -104,8 +126,12 @@ var _ = Describe("DecodeFirewallExtensionConfig", func() {
 		Entry("replicas as a string", config(`,"replicas":"2"`), `replicas`),
 		Entry("an unknown DNS field", config(`,"dns":{"upstreams":["10.0.0.53"],"upstream":"10.0.0.54"}`), `unknown field "dns.upstream"`),
 		Entry("metrics on a network the firewall is not attached to", config(`,"metrics":{"internalNetwork":"tenant-2"}`),
-			`providerConfig.metrics.internalNetwork: Invalid value: "tenant-2": must be one of networks`),
-		Entry("metrics without a network", config(`,"metrics":{"port":9100}`), `providerConfig.metrics.internalNetwork: Required value`),
+			`providerConfig.metrics.internalNetwork: Invalid value: "tenant-2": must be one of networks or the node network`),
+		Entry("metrics on a network with a slash", unresolved(`,"metrics":{"internalNetwork":"a/b"}`), `providerConfig.metrics.internalNetwork: Invalid value: "a/b"`),
+		Entry("a node network with a newline", unresolved(`,"nodeNetwork":"tenant\n1"`), `providerConfig.nodeNetwork: Invalid value: "tenant\n1"`),
+		Entry("a network with a blank, node network unknown", unresolved(`,"networks":["inter net"]`), `providerConfig.networks[0]: Invalid value: "inter net"`),
+		Entry("a SNAT rule with neither network nor interface, node network unknown", unresolved(`,"egressRules":[{"ips":["203.0.113.5"]}]`), `providerConfig.egressRules[0]`),
+		Entry("a network twice, node network unknown", unresolved(`,"networks":["tenant-1","tenant-1"]`), `providerConfig.networks[1]: Duplicate value: "tenant-1"`),
 		Entry("metrics on the DNS proxy's port", config(`,"dns":{"upstreams":["10.0.0.53"]},"metrics":{"internalNetwork":"tenant-1","port":10053}`),
 			`providerConfig.metrics.port: Invalid value: "10053": the DNS proxy listens on port 10053`),
 	)

@@ -25,6 +25,13 @@ func ValidateFirewall(fw *firewallv1alpha1.Firewall) field.ErrorList {
 // ValidateFirewallSpec checks the machine, the traffic rules and the userdata.
 // A SNAT rule or a rate limit may only name a network of networks.
 func ValidateFirewallSpec(spec firewallv1alpha1.FirewallSpec, fldPath *field.Path) field.ErrorList {
+	return validateFirewallSpec(spec, fldPath, true)
+}
+
+// validateFirewallSpec is ValidateFirewallSpec; without networksKnown (a
+// providerConfig's, to which the node network is added later), no network is
+// allowed and rules may name networks not in the list.
+func validateFirewallSpec(spec firewallv1alpha1.FirewallSpec, fldPath *field.Path, networksKnown bool) field.ErrorList {
 	var allErrs field.ErrorList
 	for _, f := range []struct{ name, value string }{{"size", spec.Size}, {"image", spec.Image}, {"partition", spec.Partition}, {"project", spec.Project}} {
 		allErrs = append(allErrs, ValidateMetalID(f.value, fldPath.Child(f.name))...)
@@ -33,7 +40,7 @@ func ValidateFirewallSpec(spec firewallv1alpha1.FirewallSpec, fldPath *field.Pat
 	seenNetworks := sets.New[string]()
 	before := len(allErrs)
 	switch {
-	case len(spec.Networks) == 0:
+	case len(spec.Networks) == 0 && networksKnown:
 		allErrs = append(allErrs, field.Required(networksPath, "at least one network"))
 	case len(spec.Networks) > MaxNetworks:
 		allErrs = append(allErrs, field.TooMany(networksPath, len(spec.Networks), MaxNetworks))
@@ -50,7 +57,7 @@ func ValidateFirewallSpec(spec firewallv1alpha1.FirewallSpec, fldPath *field.Pat
 	// Against a wrong list of networks, membership would only add noise.
 	networksValid := len(allErrs) == before
 	allErrs = append(allErrs, ValidateFirewallTrafficSpec(&spec.FirewallTrafficSpec, fldPath, true)...)
-	if networksValid {
+	if networksValid && networksKnown {
 		allErrs = append(allErrs, validateAttachedNetworks(&spec.FirewallTrafficSpec, seenNetworks, fldPath)...)
 	}
 	allErrs = append(allErrs, validateAgent(spec.AgentVersion, spec.AgentURL, spec.AgentSHA256, fldPath)...)

@@ -12,10 +12,20 @@ import (
 // ValidateAgentMetrics checks the metrics settings at fldPath: a network ID,
 // and a port that is not the DNS proxy's (dns may be nil).
 func ValidateAgentMetrics(m *fwv1alpha1.AgentMetrics, dns *fwv1alpha1.DNSProxy, fldPath *field.Path) field.ErrorList {
+	return validateAgentMetrics(m, dns, fldPath, true)
+}
+
+// validateAgentMetrics is ValidateAgentMetrics; without networkRequired, an
+// empty internal network is allowed (a providerConfig's, which the node
+// network fills in).
+func validateAgentMetrics(m *fwv1alpha1.AgentMetrics, dns *fwv1alpha1.DNSProxy, fldPath *field.Path, networkRequired bool) field.ErrorList {
 	if m == nil {
 		return nil
 	}
-	allErrs := ValidateMetalID(m.InternalNetwork, fldPath.Child("internalNetwork"))
+	var allErrs field.ErrorList
+	if networkRequired || m.InternalNetwork != "" {
+		allErrs = ValidateMetalID(m.InternalNetwork, fldPath.Child("internalNetwork"))
+	}
 	if dns != nil && m.ListenPort() == dns.ListenPort() {
 		allErrs = append(allErrs, fielderrors.Invalid(fldPath.Child("port"), fmt.Sprint(m.ListenPort()),
 			fmt.Sprintf("the DNS proxy listens on port %d", dns.ListenPort())))

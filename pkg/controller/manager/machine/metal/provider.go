@@ -55,6 +55,8 @@ type Provider struct {
 	api        *metalapi.MetalAPI
 	timeout    time.Duration
 	announceBy string
+	// nodeNetworks are the node networks found (NodeNetwork).
+	nodeNetworks nodeNetworks
 }
 
 var _ machine.Provider = &Provider{}
