@@ -131,8 +131,16 @@ func (l *Lab) leaf(ctx context.Context) error {
 	w := func(format string, args ...any) { fmt.Fprintf(&s, format+"\n", args...) }
 	w("set -eu")
 	w("mkdir -p /lab/share /lab/image /var/lib/lab")
-	w("mountpoint -q /lab/share || mount -t 9p -o trans=virtio,version=9p2000.L,msize=1048576 lab /lab/share")
-	w("mountpoint -q /lab/image || mount -o ro,noload /dev/vdb /lab/image")
+	// The guest agent may answer before the kernel has probed the 9p
+	// device: the mount then failed with ENOENT (fsconfig() failed: No such
+	// file or directory). Each mount is tried until it holds, 30 s at most;
+	// the last try says why.
+	mount := func(at, cmd string) {
+		w("for i in $(seq 300); do mountpoint -q %s || %s 2>/dev/null || true; mountpoint -q %s && break; sleep 0.1; done", at, cmd, at)
+		w("mountpoint -q %s || %s", at, cmd)
+	}
+	mount("/lab/share", "mount -t 9p -o trans=virtio,version=9p2000.L,msize=1048576 lab /lab/share")
+	mount("/lab/image", "mount -o ro,noload /dev/vdb /lab/image")
 	w("ip addr add %s/32 dev lo", leafLoopback)
 	w("ip link add bridge type bridge vlan_filtering 1 vlan_default_pvid 0")
 	w("ip link set bridge up")

@@ -238,11 +238,14 @@ var _ = Describe("Firewall machines in the lab", Ordered, func() {
 	}, NodeTimeout(10*time.Minute))
 
 	AfterAll(func() {
+		if probes == nil {
+			return // the lab did not start: BeforeAll's failure says why
+		}
 		Expect(probes.Forbidden()).To(Succeed(), "at no moment of the suite was a packet forwarded without the agent's table")
 	})
 	AfterEach(func(ctx SpecContext) {
 		// LAB_HOLD keeps a failed lab up for a person to look at.
-		if d, err := time.ParseDuration(os.Getenv("LAB_HOLD")); err == nil && CurrentSpecReport().Failed() {
+		if d, err := time.ParseDuration(os.Getenv("LAB_HOLD")); err == nil && CurrentSpecReport().Failed() && l != nil {
 			GinkgoWriter.Printf("holding the lab for %s: its guest agent socket is %s\n", d, l.GuestAgentSocket())
 			select {
 			case <-ctx.Done():
