@@ -28,6 +28,11 @@ type Options struct {
 	// ControllerManager starts kube-controller-manager with the controllers in
 	// controllermanager.go, so approved CSRs are really signed.
 	ControllerManager bool
+	// ServiceAccountTokens also runs kube-controller-manager's
+	// serviceaccount-token controller, which fills legacy ServiceAccount token
+	// Secrets (firewall-controller-manager's way to its firewalls' credentials).
+	// It needs ControllerManager.
+	ServiceAccountTokens bool
 	// SigningDuration is the longest validity kube-controller-manager gives a signed
 	// certificate (--cluster-signing-duration); a CSR may ask for less. Default 1h.
 	SigningDuration time.Duration
@@ -47,7 +52,7 @@ type ControlPlane struct {
 
 	env *envtest.Environment
 	ca  *clientCA
-	kcm *process
+	kcm *Process
 	// watchdog kills etcd and kube-apiserver when this process dies first.
 	watchdog *watchdog
 }
@@ -109,7 +114,7 @@ func Start(opts Options) (*ControlPlane, error) {
 	}
 
 	if opts.ControllerManager {
-		if err := cp.startControllerManager(assets, opts.SigningDuration); err != nil {
+		if err := cp.startControllerManager(assets, opts.SigningDuration, opts.ServiceAccountTokens); err != nil {
 			_ = cp.Stop()
 			return nil, err
 		}
@@ -132,7 +137,7 @@ func freePort(address string) (string, error) {
 func (c *ControlPlane) Stop() error {
 	var errs []error
 	if c.kcm != nil {
-		if err := c.kcm.stop(); err != nil {
+		if err := c.kcm.Stop(); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -209,6 +214,18 @@ func ShootCRDPaths() []string {
 // CRD of metal-stack's firewall-controller, which shoots moved from it hold.
 func MetalStackShootCRDPaths() []string {
 	return existing(filepath.Join(RepoRoot(), "upstream-crds", "shoot"))
+}
+
+// FirewallControllerManagerCRDPaths hold the rest of firewall-controller-manager's
+// CRDs (FirewallSet, Firewall; FirewallMonitor, which it reads in a
+// single-cluster setup), for a seed that runs its binary.
+func FirewallControllerManagerCRDPaths() []string {
+	return existing(filepath.Join(RepoRoot(), "upstream-crds", "fcm"), filepath.Join(RepoRoot(), "upstream-crds", "shoot"))
+}
+
+// FirewallControllerManagerWebhooks is the folder of its webhook configurations.
+func FirewallControllerManagerWebhooks() string {
+	return filepath.Join(RepoRoot(), "upstream-crds", "fcm", "webhooks")
 }
 
 // MetalStackExamplePolicies is firewall-controller's own example of its policies.
