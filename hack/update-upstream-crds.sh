@@ -62,6 +62,28 @@ fcm_dir="$(go mod download -json "$fcm_module@$fcm_version" | sed -n 's/^[[:spac
   sed 's/^/# /; s/ $//' "$fcm_dir/LICENSE"
   cat "$fcm_dir/config/crds/firewall.metal-stack.io_firewalldeployments.yaml"
 } > "$out/crd-firewall.metal-stack.io_firewalldeployments.yaml"
+# The rest of firewall-controller-manager's seed CRDs, which its own binary
+# needs (test/integration/providermetal runs it): a folder of their own, so
+# that only that test has firewall.metal-stack.io's Firewall and FirewallSet.
+mkdir -p "$out/fcm"
+rm -f "$out"/fcm/*.yaml
+for crd in firewallsets firewalls; do
+  {
+    echo "# Copied by hack/update-upstream-crds.sh from $fcm_module@$fcm_version,"
+    echo "# config/crds/firewall.metal-stack.io_$crd.yaml. Do not edit."
+    echo "# Its license:"
+    echo "#"
+    sed 's/^/# /; s/ $//' "$fcm_dir/LICENSE"
+    cat "$fcm_dir/config/crds/firewall.metal-stack.io_$crd.yaml"
+  } > "$out/fcm/crd-firewall.metal-stack.io_$crd.yaml"
+done
+# Its defaulting and validating webhooks, which the test registers for it.
+mkdir -p "$out/fcm/webhooks"
+{
+  echo "# Copied by hack/update-upstream-crds.sh from $fcm_module@$fcm_version,"
+  echo "# config/webhooks/manifests.yaml. Do not edit. Its license: as in ../crd-firewall.metal-stack.io_firewalls.yaml."
+  cat "$fcm_dir/config/webhooks/manifests.yaml"
+} > "$out/fcm/webhooks/manifests.yaml"
 # Its own example policies (not a CRD: kept out of the directory tests install).
 mkdir -p "$out/examples"
 {
@@ -71,4 +93,4 @@ mkdir -p "$out/examples"
   cat "$fc_dir/deploy/clusterwidenetworkpolicy.yaml"
 } > "$out/examples/metal-stack.io_clusterwidenetworkpolicy.yaml"
 
-chmod 0644 "$out"/*.yaml "$out"/shoot/*.yaml "$out"/examples/*.yaml
+chmod 0644 "$out"/*.yaml "$out"/shoot/*.yaml "$out"/fcm/*.yaml "$out"/fcm/webhooks/*.yaml "$out"/examples/*.yaml

@@ -16,6 +16,20 @@ import (
 // annotation, its webhook's label, FCM's finalizer and replicas 1. The objects' schema is
 // FCM's CRD (upstream-crds).
 func WriteProviderFirewall(ctx context.Context, c client.Client, namespace string) error {
+	return WriteProviderFirewallOf(ctx, c, namespace, ProviderFirewallMachine{
+		Size: "n1-medium-x86", Image: "firewall-ubuntu-3.0", Partition: "p1", Project: "proj", Networks: []string{"internet", "private-net"},
+	})
+}
+
+// ProviderFirewallMachine is what provider-metal's FirewallDeployment asks the metal-api
+// for: the InfrastructureConfig's firewall and the shoot's private network.
+type ProviderFirewallMachine struct {
+	Size, Image, Partition, Project string
+	Networks                        []string
+}
+
+// WriteProviderFirewallOf is WriteProviderFirewall with the machine m.
+func WriteProviderFirewallOf(ctx context.Context, c client.Client, namespace string, m ProviderFirewallMachine) error {
 	deploy := &unstructured.Unstructured{}
 	deploy.SetGroupVersionKind(constants.ProviderFirewallDeploymentGVK)
 	err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: constants.ProviderFirewallDeploymentName}, deploy)
@@ -33,6 +47,10 @@ func WriteProviderFirewall(ctx context.Context, c client.Client, namespace strin
 	deploy.SetAnnotations(annotations)
 	deploy.SetLabels(map[string]string{"gardener-shoot-namespace": namespace})
 	deploy.SetFinalizers([]string{"firewall.metal-stack.io/firewall-controller-manager"})
+	networks := make([]any, 0, len(m.Networks))
+	for _, n := range m.Networks {
+		networks = append(networks, n)
+	}
 	for _, f := range []struct {
 		value any
 		path  []string
@@ -41,10 +59,20 @@ func WriteProviderFirewall(ctx context.Context, c client.Client, namespace strin
 		{false, []string{"spec", "autoUpdate", "machineImage"}},
 		{map[string]any{"cluster.metal-stack.io/id": "c1"}, []string{"spec", "selector"}},
 		{map[string]any{"cluster.metal-stack.io/id": "c1"}, []string{"spec", "template", "metadata", "labels"}},
-		{map[string]any{
-			"size": "n1-medium-x86", "image": "firewall-ubuntu-3.0", "partition": "p1", "project": "proj",
-			"networks": []any{"internet", "private-net"},
-		}, []string{"spec", "template", "spec"}},
+		// Field by field, as its CreateOrUpdate: what FCM's defaulting
+		// webhook added to the template (the userdata) stays.
+		{m.Size, []string{"spec", "template", "spec", "size"}},
+		{m.Image, []string{"spec", "template", "spec", "image"}},
+		{m.Partition, []string{"spec", "template", "spec", "partition"}},
+		{m.Project, []string{"spec", "template", "spec", "project"}},
+		{networks, []string{"spec", "template", "spec", "networks"}},
+		// From provider-metal's ControllerConfig (firewall-controller and
+		// nftables-exporter releases); FCM's validating webhook requires the controller's.
+		{"v2.5.0", []string{"spec", "template", "spec", "controllerVersion"}},
+		{"https://images.metal-stack.io/firewall-controller/v2.5.0/firewall-controller.gz", []string{"spec", "template", "spec", "controllerURL"}},
+		{"v0.3.0", []string{"spec", "template", "spec", "nftablesExporterVersion"}},
+		{"https://images.metal-stack.io/nftables-exporter/v0.3.0/nftables-exporter.tar.gz", []string{"spec", "template", "spec", "nftablesExporterURL"}},
+		{false, []string{"spec", "template", "spec", "logAcceptedConnections"}},
 	} {
 		if err := unstructured.SetNestedField(deploy.Object, f.value, f.path...); err != nil {
 			return err

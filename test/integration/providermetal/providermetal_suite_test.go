@@ -10,6 +10,7 @@ import (
 	. "github.com/onsi/gomega"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -31,20 +32,29 @@ func TestProviderMetal(t *testing.T) {
 	RunSpecs(t, "Test Integration Provider Metal Suite")
 }
 
-var testClient client.Client
+var (
+	testClient client.Client
+	// seedConfig authenticates as an administrator of the seed.
+	seedConfig *rest.Config
+)
 
 var _ = BeforeSuite(func() {
 	logf.SetLogger(zap.New(zap.WriteTo(GinkgoWriter), zap.UseDevMode(true)))
 
-	// The seed's CRDs include firewall-controller-manager's FirewallDeployment, copied from
-	// its module (hack/update-upstream-crds.sh): the objects below are checked by its schema.
-	seed, err := testenv.Start(testenv.Options{Name: "seed", CRDDirectoryPaths: testenv.SeedCRDPaths()})
+	// The seed's CRDs include firewall-controller-manager's, copied from its module
+	// (hack/update-upstream-crds.sh): the objects below are checked by their schema, and
+	// its own binary runs against them (fcm_test.go).
+	// kube-controller-manager fills the legacy ServiceAccount token Secrets that
+	// firewall-controller-manager's defaulting webhook waits for.
+	seed, err := testenv.Start(testenv.Options{Name: "seed", CRDDirectoryPaths: append(testenv.SeedCRDPaths(), testenv.FirewallControllerManagerCRDPaths()...),
+		ControllerManager: true, ServiceAccountTokens: true})
 	Expect(err).NotTo(HaveOccurred())
 	DeferCleanup(func() { Expect(seed.Stop()).To(Succeed()) })
 
 	scheme := runtime.NewScheme()
 	Expect(kubernetes.AddSeedSchemeToScheme(scheme)).To(Succeed())
 	Expect(firewallv1alpha1.AddToScheme(scheme)).To(Succeed())
+	seedConfig = seed.Config
 	testClient, err = client.New(seed.Config, client.Options{Scheme: scheme})
 	Expect(err).NotTo(HaveOccurred())
 
