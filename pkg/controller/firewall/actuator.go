@@ -199,7 +199,10 @@ func (a *actuator) Reconcile(ctx context.Context, log logr.Logger, ex *extension
 		}
 	}
 	done()
-	return a.waitUntilForwarding(ctx, log, ex, generation, d.Generation, hibernated)
+	if err := a.waitUntilForwarding(ctx, log, ex, generation, d.Generation, hibernated); err != nil || hibernated {
+		return err
+	}
+	return a.holdProviderFirewall(ctx, log, ex.Namespace)
 }
 
 // work takes one of the operator's workers for a reconcile's writes (each

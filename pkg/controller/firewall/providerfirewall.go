@@ -8,6 +8,7 @@ import (
 
 	reconcilerutils "github.com/gardener/gardener/pkg/controllerutils/reconciler"
 	"github.com/go-logr/logr"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
@@ -21,13 +22,9 @@ import (
 // extension's firewalls go, so that the shoot is never without one. Nothing is given back
 // where nothing was held, or to a shoot that is being deleted (its Worker goes too).
 func (a *actuator) giveBackProviderFirewall(ctx context.Context, log logr.Logger, namespace string) error {
-	deploy := &unstructured.Unstructured{}
-	deploy.SetGroupVersionKind(constants.ProviderFirewallDeploymentGVK)
-	if err := a.direct.Get(ctx, client.ObjectKey{Namespace: namespace, Name: constants.ProviderFirewallDeploymentName}, deploy); err != nil {
-		if meta.IsNoMatchError(err) {
-			return nil // not a metal seed: no provider-metal firewall
-		}
-		return client.IgnoreNotFound(err)
+	deploy, err := a.providerFirewall(ctx, namespace)
+	if deploy == nil || err != nil {
+		return err
 	}
 	held, ok := deploy.GetAnnotations()[constants.AnnotationHeldReplicas]
 	if !ok || deploy.GetDeletionTimestamp() != nil {
@@ -61,4 +58,38 @@ func (a *actuator) giveBackProviderFirewall(ctx context.Context, log logr.Logger
 	// Given back: the annotation goes, so that a later Extension holds afresh.
 	patch := fmt.Appendf(nil, `{"metadata":{"annotations":{%q:null}}}`, constants.AnnotationHeldReplicas)
 	return a.direct.Patch(ctx, deploy, client.RawPatch(types.MergePatchType, patch))
+}
+
+// holdProviderFirewall sets provider-metal's firewall to 0 replicas, once this
+// extension's firewall forwards, as the webhook does at provider-metal's next
+// write: a running shoot switches over now, not at its next Worker reconcile.
+// The replicas asked for are kept in the webhook's annotation, for the give-back.
+// This extension's firewall keeps the longest distance until
+// firewall-controller-manager reports provider-metal's gone (the manager).
+func (a *actuator) holdProviderFirewall(ctx context.Context, log logr.Logger, namespace string) error {
+	deploy, err := a.providerFirewall(ctx, namespace)
+	if deploy == nil || err != nil || deploy.GetDeletionTimestamp() != nil {
+		return err
+	}
+	replicas, _, _ := unstructured.NestedInt64(deploy.Object, "spec", "replicas")
+	if replicas == 0 {
+		return nil
+	}
+	log.Info("Holding provider-metal's firewall: this extension's firewall forwards", "replicas", replicas)
+	patch := fmt.Appendf(nil, `{"metadata":{"annotations":{%q:%q}},"spec":{"replicas":0}}`, constants.AnnotationHeldReplicas, strconv.FormatInt(replicas, 10))
+	return a.direct.Patch(ctx, deploy, client.RawPatch(types.MergePatchType, patch))
+}
+
+// providerFirewall reads firewall-controller-manager's FirewallDeployment of
+// provider-metal; nil when there is none, or no such kind (not a metal seed).
+func (a *actuator) providerFirewall(ctx context.Context, namespace string) (*unstructured.Unstructured, error) {
+	deploy := &unstructured.Unstructured{}
+	deploy.SetGroupVersionKind(constants.ProviderFirewallDeploymentGVK)
+	if err := a.direct.Get(ctx, client.ObjectKey{Namespace: namespace, Name: constants.ProviderFirewallDeploymentName}, deploy); err != nil {
+		if meta.IsNoMatchError(err) || apierrors.IsNotFound(err) {
+			return nil, nil
+		}
+		return nil, err
+	}
+	return deploy, nil
 }

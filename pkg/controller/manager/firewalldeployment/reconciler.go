@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"maps"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -46,6 +47,10 @@ type Reconciler struct {
 	DistanceTimeout time.Duration
 	// Recorder records the Events of a roll that goes on without a distance.
 	Recorder events.EventRecorder
+
+	// noProviderFirewallKind is until when the seed is taken to have no
+	// firewall-controller-manager FirewallDeployment kind (providerfirewall.go).
+	noProviderFirewallKind atomic.Pointer[time.Time]
 }
 
 // AddToManager registers the controller.
@@ -119,10 +124,16 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 			})
 		}
 		// A set rolling in next to old firewalls announces longer routes
-		// than theirs: it attracts no traffic until it is Ready.
+		// than theirs: it attracts no traffic until it is Ready. Beside
+		// provider-metal's firewall, the longest.
 		distance := firewallv1alpha1.ShortestDistance
 		if len(old) > 0 {
 			distance = firewallv1alpha1.RollingUpdateDistance
+		}
+		if foreign, err := r.providerFirewall(ctx, d.Namespace); err != nil {
+			return reconcile.Result{}, err
+		} else if foreign != "" {
+			distance = firewallv1alpha1.LongestDistance
 		}
 		if current, err = r.createSet(ctx, d, hash, maxRevision+1, distance); err != nil {
 			return reconcile.Result{}, err
@@ -145,7 +156,23 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	distance := current.Spec.Distance
 	var steps []rollStep
 	waiting := false
-	if rolledOut {
+	// While provider-metal's firewall may carry the shoot (a running shoot
+	// switching over, or back), every set of this deployment announces the
+	// longest distance and the roll waits.
+	foreign := ""
+	if rolledOut || distance != firewallv1alpha1.ShortestDistance {
+		if foreign, err = r.providerFirewall(ctx, d.Namespace); err != nil {
+			return reconcile.Result{}, err
+		}
+	}
+	if foreign != "" {
+		distance = firewallv1alpha1.LongestDistance
+		if err := r.setOldDistance(ctx, leaving); err != nil {
+			return reconcile.Result{}, err
+		}
+		steps = append(steps, rollStep{name: providerFirewallStep, waiting: true, wait: distanceWait{pending: []string{foreign}}})
+		waiting = true
+	} else if rolledOut {
 		distance = firewallv1alpha1.ShortestDistance
 		if len(leaving) > 0 {
 			if err := r.setOldDistance(ctx, leaving); err != nil {
@@ -164,7 +191,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if err := r.updateSet(ctx, d, current, distance); err != nil {
 		return reconcile.Result{}, err
 	}
-	if rolledOut && len(leaving) > 0 && !waiting {
+	if rolledOut && len(leaving) > 0 && !waiting && foreign == "" {
 		step, err := r.awaitDistance(ctx, d, "the new set takes the shortest distance", []*firewallv1alpha1.FirewallSet{current})
 		if err != nil {
 			return reconcile.Result{}, err

@@ -11,6 +11,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/tools/events"
 	testclock "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
@@ -20,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	firewallv1alpha1 "github.com/metal-firewall/gardener-extension-firewall/pkg/apis/firewall/v1alpha1"
+	"github.com/metal-firewall/gardener-extension-firewall/pkg/constants"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/controller/manager/firewalldeployment"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/controller/manager/managertest"
 )
@@ -222,6 +225,55 @@ var _ = Describe("Reconciler", func() {
 		markReady(newSet)
 		reconcileOnce()
 		Expect(names()).To(Equal([]string{newSet}))
+		Expect(sets()[0].Spec.Distance).To(Equal(firewallv1alpha1.ShortestDistance))
+	})
+
+	It("keeps its sets at the longest distance while provider-metal's firewall may carry the shoot, and takes the shortest once it is gone", func() {
+		// firewall-controller-manager's FirewallDeployment as provider-metal's running
+		// shoot has it; nil: gone. Served to the reconciler's unstructured reads.
+		providerFirewall := map[string]any{"spec": map[string]any{"replicas": int64(1)}, "status": map[string]any{"readyReplicas": int64(1)}}
+		c = managertest.NewClient(clk, interceptor.Funcs{Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+			u, ok := obj.(*unstructured.Unstructured)
+			if !ok || u.GroupVersionKind() != constants.ProviderFirewallDeploymentGVK {
+				return c.Get(ctx, key, obj, opts...)
+			}
+			if providerFirewall == nil || key != (client.ObjectKey{Namespace: namespace, Name: constants.ProviderFirewallDeploymentName}) {
+				return apierrors.NewNotFound(schema.GroupResource{Group: constants.ProviderFirewallDeploymentGVK.Group, Resource: "firewalldeployments"}, key.Name)
+			}
+			u.Object["spec"], u.Object["status"] = providerFirewall["spec"], providerFirewall["status"]
+			return nil
+		}})
+		r = &firewalldeployment.Reconciler{Client: c, Clock: clk, ProgressDeadline: progressDeadline}
+		Expect(c.Create(ctx, d)).To(Succeed())
+
+		reconcileOnce()
+		Expect(sets()[0].Spec.Distance).To(Equal(firewallv1alpha1.LongestDistance), "provider-metal's firewall announces the shortest routes")
+		markReady(names()[0])
+		Expect(reconcileOnce().RequeueAfter).To(BeNumerically(">", 0), "the deployment looks again")
+		Expect(sets()[0].Spec.Distance).To(Equal(firewallv1alpha1.LongestDistance), "Ready, but provider-metal's firewall still runs")
+		Expect(c.Get(ctx, client.ObjectKeyFromObject(d), d)).To(Succeed())
+		cond := meta.FindStatusCondition(d.Status.Conditions, firewallv1alpha1.ConditionDistanceInForce)
+		Expect(cond).NotTo(BeNil())
+		Expect(cond.Message).To(ContainSubstring("provider-metal's firewall goes first: waiting for firewall-controller-manager's FirewallDeployment shoot--p--s/firewall: 1 replicas, 1 ready"))
+
+		By("held at 0, its firewall still Ready: the longest distance stays")
+		providerFirewall["spec"] = map[string]any{"replicas": int64(0)}
+		reconcileOnce()
+		Expect(sets()[0].Spec.Distance).To(Equal(firewallv1alpha1.LongestDistance))
+
+		By("its firewall gone")
+		providerFirewall["status"] = map[string]any{"readyReplicas": int64(0)}
+		reconcileOnce()
+		Expect(sets()[0].Spec.Distance).To(Equal(firewallv1alpha1.ShortestDistance))
+
+		By("given back (the Extension goes): the longest again, so that the fabric never spreads a connection over both")
+		providerFirewall["spec"] = map[string]any{"replicas": int64(1)}
+		reconcileOnce()
+		Expect(sets()[0].Spec.Distance).To(Equal(firewallv1alpha1.LongestDistance))
+
+		By("no such deployment at all (a shoot without provider-metal's): the shortest")
+		providerFirewall = nil
+		reconcileOnce()
 		Expect(sets()[0].Spec.Distance).To(Equal(firewallv1alpha1.ShortestDistance))
 	})
 
