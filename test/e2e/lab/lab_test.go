@@ -499,6 +499,10 @@ var _ = Describe("Firewall machines in the lab", Ordered, func() {
 		Expect(probes.Forbidden()).To(Succeed())
 	})
 
+	// A running shoot switched over from provider-metal's firewall
+	// (switchover_test.go); it leaves the shoot with a firewall of its own.
+	switchOverSpecs(env)
+
 	It("frees the machine when the Extension is deleted", func(ctx SpecContext) {
 		Expect(cSeed.Delete(ctx, ex)).To(Succeed())
 		Eventually(server.Allocated).WithTimeout(3 * time.Minute).Should(BeEmpty())
