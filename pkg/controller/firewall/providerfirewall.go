@@ -10,10 +10,12 @@ import (
 	"github.com/go-logr/logr"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	firewallv1alpha1 "github.com/metal-firewall/gardener-extension-firewall/pkg/apis/firewall/v1alpha1"
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/constants"
 )
 
@@ -46,6 +48,14 @@ func (a *actuator) giveBackProviderFirewall(ctx context.Context, log logr.Logger
 		log.Info("Giving provider-metal's firewall its replicas back before this extension's firewall goes", "replicas", want)
 		patch := fmt.Appendf(nil, `{"spec":{"replicas":%d}}`, want)
 		if err := a.direct.Patch(ctx, deploy, client.RawPatch(types.MergePatchType, patch)); err != nil {
+			return err
+		}
+		// The manager moves this extension's firewalls to the longest distance
+		// now, so that provider-metal's new one takes the traffic when it
+		// announces; it does not watch provider-metal's deployment.
+		own := &firewallv1alpha1.FirewallDeployment{ObjectMeta: metav1.ObjectMeta{Name: constants.FirewallDeploymentName, Namespace: namespace}}
+		reconcileNow := fmt.Appendf(nil, `{"metadata":{"annotations":{%q:"true"}}}`, firewallv1alpha1.AnnotationReconcile)
+		if err := a.direct.Patch(ctx, own, client.RawPatch(types.MergePatchType, reconcileNow)); client.IgnoreNotFound(err) != nil {
 			return err
 		}
 	}

@@ -66,6 +66,8 @@ var _ = Describe("Extension firewall beside provider-metal's firewall", func() {
 		Eventually(func() (int64, error) { return framework.ProviderFirewallReplicas(ctx, seedA.client, namespace) }).WithTimeout(time.Minute).Should(BeEquivalentTo(1))
 		Consistently(func() int { return len(firewalls(ctx, seedA, namespace)) }).WithTimeout(3*time.Second).Should(Equal(1),
 			"the shoot's own firewall stays while provider-metal's is not Ready")
+		Eventually(func() int32 { return firewalls(ctx, seedA, namespace)[0].Spec.Distance }).Should(Equal(firewallv1alpha1.LongestDistance),
+			"it yields: provider-metal's new firewall takes the traffic when it announces")
 
 		By("firewall-controller-manager reports provider-metal's firewall Ready: this extension's goes")
 		Expect(framework.ReportProviderFirewall(ctx, seedA.client, namespace, 1)).To(Succeed())

@@ -5,8 +5,8 @@ const (
 	// object, its finalizers included. Migration and cluster-move tools set it so that a
 	// manager on the old seed cannot delete a machine the new seed adopts.
 	AnnotationPaused = GroupName + "/paused"
-	// AnnotationReconcile asks for an immediate reconciliation; the manager
-	// removes it when done.
+	// AnnotationReconcile on a FirewallDeployment asks for an immediate
+	// reconciliation (the Extension's give-back sets it); the manager removes it.
 	AnnotationReconcile = GroupName + "/reconcile"
 	// AnnotationNoControllerConnection makes the manager consider a Firewall
 	// Ready without an agent heartbeat, for images whose agent cannot reach

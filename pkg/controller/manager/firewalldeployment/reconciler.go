@@ -79,6 +79,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if firewallv1alpha1.IsPaused(d.Annotations) {
 		return reconcile.Result{}, nil
 	}
+	if _, ok := d.Annotations[firewallv1alpha1.AnnotationReconcile]; ok {
+		// Asked for (its change brought this reconcile): done with it.
+		patch := client.MergeFrom(d.DeepCopy())
+		delete(d.Annotations, firewallv1alpha1.AnnotationReconcile)
+		if err := r.Client.Patch(ctx, d, patch); err != nil {
+			return reconcile.Result{}, client.IgnoreNotFound(err)
+		}
+	}
 	ownedSets, err := r.ownedSets(ctx, d)
 	if err != nil {
 		return reconcile.Result{}, err

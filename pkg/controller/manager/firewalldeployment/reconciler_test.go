@@ -398,6 +398,15 @@ var _ = Describe("Reconciler", func() {
 		Expect(metav1.GetControllerOf(&s)).To(HaveField("UID", d.UID))
 	})
 
+	It("removes the reconcile annotation it was asked with", func() {
+		metav1.SetMetaDataAnnotation(&d.ObjectMeta, firewallv1alpha1.AnnotationReconcile, "true")
+		start()
+		reconcileOnce()
+		Expect(c.Get(ctx, client.ObjectKeyFromObject(d), d)).To(Succeed())
+		Expect(d.Annotations).NotTo(HaveKey(firewallv1alpha1.AnnotationReconcile))
+		Expect(sets()).To(HaveLen(1), "and reconciled")
+	})
+
 	It("leaves a paused deployment alone", func() {
 		d.Annotations = map[string]string{firewallv1alpha1.AnnotationPaused: "true"}
 		start()
