@@ -1,6 +1,7 @@
 package providermetal_test
 
 import (
+	"context"
 	"crypto/ed25519"
 	"crypto/rand"
 	"errors"
@@ -17,6 +18,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/util/retry"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/metal-firewall/gardener-extension-firewall/pkg/constants"
@@ -69,7 +72,17 @@ func startFCM(namespace, metalURL, adminKey string) {
 		LocalServingPort: fcmPort,
 	}
 	Expect(webhooks.Install(seedConfig)).To(Succeed())
-	DeferCleanup(func() { Expect(webhooks.Cleanup()).To(Succeed()) })
+	DeferCleanup(func(ctx context.Context) {
+		// Cleanup removes the certificates only: without the configurations,
+		// later writes would still call the stopped webhook server.
+		for _, w := range webhooks.MutatingWebhooks {
+			Expect(client.IgnoreNotFound(testClient.Delete(ctx, w))).To(Succeed())
+		}
+		for _, w := range webhooks.ValidatingWebhooks {
+			Expect(client.IgnoreNotFound(testClient.Delete(ctx, w))).To(Succeed())
+		}
+		Expect(webhooks.Cleanup()).To(Succeed())
+	})
 
 	dir := GinkgoT().TempDir()
 	kubeconfig, err := testenv.Kubeconfig(seedConfig)
@@ -132,9 +145,13 @@ var _ = Describe("firewall-controller-manager v0.6.1 beside the webhook", Label(
 
 		machine := framework.ProviderFirewallMachine{Size: metalapi.Size, Image: metalapi.Image, Partition: "partition-a", Project: project,
 			Networks: []string{metalapi.Internet, metalapi.PrivateNetwork(project)}}
+		// A Worker reconcile whose write conflicts with firewall-controller-manager's
+		// own is retried, as provider-metal's failed reconcile is.
 		gepmReconcile := func() {
 			GinkgoHelper()
-			Expect(framework.WriteProviderFirewallOf(ctx, testClient, namespace, machine)).To(Succeed())
+			Expect(retry.RetryOnConflict(retry.DefaultRetry, func() error {
+				return framework.WriteProviderFirewallOf(ctx, testClient, namespace, machine)
+			})).To(Succeed())
 		}
 		status := func(g Gomega) fcmStatus {
 			deploy, err := framework.ProviderFirewall(ctx, testClient, namespace)
