@@ -158,10 +158,25 @@ func (m *Machine) WaitBooted(ctx context.Context) (string, error) {
 		}
 		select {
 		case <-ctx.Done():
-			return state, fmt.Errorf("machine %s did not finish booting: %w", m.Name, ctx.Err())
+			return state, fmt.Errorf("machine %s did not finish booting: %w%s", m.Name, ctx.Err(), m.bootDiagnosis())
 		case <-time.After(time.Second):
 		}
 	}
+}
+
+// bootDiagnosis is what a machine that does not finish booting is waiting
+// for: systemd's jobs and the end of its journal, bounded.
+func (m *Machine) bootDiagnosis() string {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	out, err := m.Exec(ctx, "systemctl list-jobs --no-pager 2>&1 | head -15; systemctl --failed --no-legend --no-pager 2>&1 | head -5; journalctl -b --no-pager 2>&1 | tail -25")
+	if err != nil {
+		return fmt.Sprintf(" (its state could not be read: %v)", err)
+	}
+	if len(out) > 4096 {
+		out = out[len(out)-4096:]
+	}
+	return "; its jobs, failed units and journal:\n" + out
 }
 
 // Reboot reboots the machine from inside, as `systemctl reboot` does, and
