@@ -121,16 +121,27 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		}
 	}
 
-	if current == nil {
-		if d.Spec.Strategy == firewallv1alpha1.StrategyRecreate && len(old) > 0 {
-			// Recreate: the old firewalls go first, the new set follows once they are gone.
-			if err := r.deleteSets(ctx, old); err != nil {
-				return reconcile.Result{}, err
-			}
-			return reconcile.Result{RequeueAfter: 10 * time.Second}, r.patchStatus(ctx, d, func() {
-				r.setProgressing(d, true, "DeletingOldSets", "Recreate: waiting for the old firewalls to be gone")
-			})
+	if current == nil && d.Spec.Strategy == firewallv1alpha1.StrategyRecreate && len(old) > 0 {
+		// Recreate: the old firewalls go first, the new set follows once they are gone.
+		if err := r.deleteSets(ctx, old); err != nil {
+			return reconcile.Result{}, err
 		}
+		return reconcile.Result{RequeueAfter: 10 * time.Second}, r.patchStatus(ctx, d, func() {
+			r.setProgressing(d, true, "DeletingOldSets", "Recreate: waiting for the old firewalls to be gone")
+		})
+	}
+	// While provider-metal's firewall may carry the shoot (a running shoot
+	// switching over, or back), every set of this deployment announces the
+	// longest distance and the roll waits. It is read once, where a distance
+	// is decided: for a new set, a set not at the shortest, a Ready one.
+	foreign := ""
+	if current == nil || current.Spec.Distance != firewallv1alpha1.ShortestDistance || isRolledOut(d, current) {
+		if foreign, err = r.providerFirewall(ctx, d.Namespace); err != nil {
+			return reconcile.Result{}, err
+		}
+	}
+
+	if current == nil {
 		// A set rolling in next to old firewalls announces longer routes
 		// than theirs: it attracts no traffic until it is Ready. Beside
 		// provider-metal's firewall, the longest.
@@ -138,9 +149,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		if len(old) > 0 {
 			distance = firewallv1alpha1.RollingUpdateDistance
 		}
-		if foreign, err := r.providerFirewall(ctx, d.Namespace); err != nil {
-			return reconcile.Result{}, err
-		} else if foreign != "" {
+		if foreign != "" {
 			distance = firewallv1alpha1.LongestDistance
 		}
 		if current, err = r.createSet(ctx, d, hash, maxRevision+1, distance); err != nil {
@@ -149,7 +158,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		maxRevision++
 	}
 
-	rolledOut := current.Status.ObservedGeneration == current.Generation && current.Status.ReadyReplicas >= d.Spec.Replicas
+	rolledOut := isRolledOut(d, current)
 	var leaving []*firewallv1alpha1.FirewallSet
 	for _, s := range old {
 		if s.DeletionTimestamp == nil {
@@ -164,15 +173,6 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	distance := current.Spec.Distance
 	var steps []rollStep
 	waiting := false
-	// While provider-metal's firewall may carry the shoot (a running shoot
-	// switching over, or back), every set of this deployment announces the
-	// longest distance and the roll waits.
-	foreign := ""
-	if rolledOut || distance != firewallv1alpha1.ShortestDistance {
-		if foreign, err = r.providerFirewall(ctx, d.Namespace); err != nil {
-			return reconcile.Result{}, err
-		}
-	}
 	if foreign != "" {
 		distance = firewallv1alpha1.LongestDistance
 		if err := r.setOldDistance(ctx, leaving); err != nil {
@@ -227,6 +227,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		requeue = distancePoll
 	}
 	return reconcile.Result{RequeueAfter: requeue}, err
+}
+
+// isRolledOut tells whether set, the deployment's current one, has all its
+// firewalls Ready for its present generation.
+func isRolledOut(d *firewallv1alpha1.FirewallDeployment, set *firewallv1alpha1.FirewallSet) bool {
+	return set.Status.ObservedGeneration == set.Generation && set.Status.ReadyReplicas >= d.Spec.Replicas
 }
 
 func (r *Reconciler) ownedSets(ctx context.Context, d *firewallv1alpha1.FirewallDeployment) ([]*firewallv1alpha1.FirewallSet, error) {

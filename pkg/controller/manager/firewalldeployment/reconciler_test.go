@@ -232,11 +232,13 @@ var _ = Describe("Reconciler", func() {
 		// firewall-controller-manager's FirewallDeployment as provider-metal's running
 		// shoot has it; nil: gone. Served to the reconciler's unstructured reads.
 		providerFirewall := map[string]any{"spec": map[string]any{"replicas": int64(1)}, "status": map[string]any{"readyReplicas": int64(1)}}
+		reads := 0
 		c = managertest.NewClient(clk, interceptor.Funcs{Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
 			u, ok := obj.(*unstructured.Unstructured)
 			if !ok || u.GroupVersionKind() != constants.ProviderFirewallDeploymentGVK {
 				return c.Get(ctx, key, obj, opts...)
 			}
+			reads++
 			if providerFirewall == nil || key != (client.ObjectKey{Namespace: namespace, Name: constants.ProviderFirewallDeploymentName}) {
 				return apierrors.NewNotFound(schema.GroupResource{Group: constants.ProviderFirewallDeploymentGVK.Group, Resource: "firewalldeployments"}, key.Name)
 			}
@@ -248,6 +250,7 @@ var _ = Describe("Reconciler", func() {
 
 		reconcileOnce()
 		Expect(sets()[0].Spec.Distance).To(Equal(firewallv1alpha1.LongestDistance), "provider-metal's firewall announces the shortest routes")
+		Expect(reads).To(Equal(1), "read once per reconcile")
 		markReady(names()[0])
 		Expect(reconcileOnce().RequeueAfter).To(BeNumerically(">", 0), "the deployment looks again")
 		Expect(sets()[0].Spec.Distance).To(Equal(firewallv1alpha1.LongestDistance), "Ready, but provider-metal's firewall still runs")
