@@ -128,11 +128,7 @@ func announceBy() string { return os.Getenv("LAB_ANNOUNCE_BY") }
 
 func distanceSpecs(e *labEnv) {
 	Context("with the distance", func() {
-		BeforeEach(func() {
-			if !distanceSpecsEnabled() {
-				Skip("the distance specs run with LAB_DISTANCE=true (issue #28: not yet passed in the lab)")
-			}
-		})
+		BeforeEach(skipWithoutDistance)
 		It("rolls to a new firewall without losing a packet: the old one announces the longest distance first, and no two firewalls carry one direction at once", func(ctx SpecContext) {
 			letStreamsThrough(ctx, e)
 
@@ -146,17 +142,7 @@ func distanceSpecs(e *labEnv) {
 			}
 			oldMachine := e.machineOf(old)
 			Expect(oldMachine.MarkStreams(ctx, markOld)).To(Succeed())
-			streams, err := e.l.StartStreams(ctx)
-			Expect(err).NotTo(HaveOccurred())
-			steps := newTimeline(time.Now())
-			DeferCleanup(func(ctx context.Context) { _, _ = streams.Stop(ctx) })
-			Eventually(func(g Gomega) {
-				toHost, toNode, err := streams.Report()
-				g.Expect(err).NotTo(HaveOccurred())
-				g.Expect(toHost.Received).To(BeNumerically(">", lab.StreamRate), "the old firewall's agent applied the policy")
-				g.Expect(toNode.Received).To(BeNumerically(">", lab.StreamRate))
-			}).WithTimeout(3 * time.Minute).WithPolling(time.Second).Should(Succeed())
-			Expect(streams.StartIperf(ctx)).To(Succeed())
+			streams, steps := e.startStreams(ctx)
 			Eventually(func() *int32 { return e.firewall(ctx, old.Name).Status.AgentStatus.Distance }).Should(HaveValue(BeEquivalentTo(0)))
 			Expect(e.firewall(ctx, old.Name).Status.AgentStatus.DistanceSupported).To(BeTrue())
 			// Both must be measured from before the roll: the new firewall, and
@@ -202,10 +188,7 @@ func distanceSpecs(e *labEnv) {
 					}
 				}
 				g.Expect(newFw).NotTo(BeNil())
-				newMachine = e.hw.Machine(newFw.Status.MachineStatus.MachineID)
-				g.Expect(newMachine).NotTo(BeNil(), "the lab booted the new machine")
-				g.Expect(newMachine.WaitBooted(ctx)).To(Equal("running"))
-				g.Expect(e.exec(ctx, newMachine, "systemctl is-active firewall-agent.service || true")).To(Equal("active"))
+				newMachine = e.bootedWithAgent(ctx, g, newFw)
 			}).WithTimeout(14 * time.Minute).WithPolling(2 * time.Second).Should(Succeed())
 			// After the boot step, which loads the image's nftables files, and
 			// before traffic can move: the old firewall announces 0 until the
@@ -226,28 +209,12 @@ func distanceSpecs(e *labEnv) {
 			// The Firewall goes before its machine: the streams run on until
 			// the old machine is off the leaf (its port deleted), and two
 			// seconds' worth of packets after, so that its going is measured too.
-			Eventually(func() error {
-				_, err := e.l.Run(ctx, "! ip link show "+oldMachine.Port()+" >/dev/null 2>&1")
-				return err
-			}).WithTimeout(3*time.Minute).WithPolling(time.Second).Should(Succeed(), "the old machine is halted")
-			steps.record(old.Name, "machine halted")
-			toHost, toNode, err := streams.Report()
-			Expect(err).NotTo(HaveOccurred())
-			Eventually(func(g Gomega) {
-				h, n, err := streams.Report()
-				g.Expect(err).NotTo(HaveOccurred())
-				g.Expect(h.Received).To(BeNumerically(">=", toHost.Received+2*lab.StreamRate))
-				g.Expect(n.Received).To(BeNumerically(">=", toNode.Received+2*lab.StreamRate))
-			}).WithTimeout(time.Minute).WithPolling(200 * time.Millisecond).Should(Succeed())
+			e.waitHalted(ctx, oldMachine, old.Name, steps, nil)
+			streamOn(streams)
 			stopSampling()
 			<-sampled
 			Expect(oldAnnounced).To(HaveKey(firewallv1alpha1.LongestDistance), "the old firewall announced the longest distance before it went")
-			res, err := streams.Stop(ctx)
-			// The figures first: they are what a failed roll is debugged by.
-			report := describeStreams("rolling update", res, counters) + "\n" + steps.String()
-			GinkgoWriter.Println(report)
-			AddReportEntry("rolling update", report)
-			Expect(err).NotTo(HaveOccurred())
+			res := reportStreams(ctx, streams, "rolling update", "rolling update", counters, steps)
 
 			for _, r := range []labstream.Report{res.ToHost, res.ToNode} {
 				Expect(r.Lost()).To(BeZero(), "no packet lost in either direction")
@@ -273,11 +240,7 @@ func distanceSpecs(e *labEnv) {
 // measure how long nothing arrived until the second carried it.
 func failureSpecs(e *labEnv) {
 	Context("with two firewalls", func() {
-		BeforeEach(func() {
-			if !distanceSpecsEnabled() {
-				Skip("the distance specs run with LAB_DISTANCE=true (issue #28: not yet passed in the lab)")
-			}
-		})
+		BeforeEach(skipWithoutDistance)
 		It("fails over to the second firewall: a link lost, a silent peer (hold timer), a graceful delete", func(ctx SpecContext) {
 			letStreamsThrough(ctx, e)
 			By("a second firewall, at distance 1")
@@ -351,11 +314,7 @@ func failureSpecs(e *labEnv) {
 						g.Expect(carriedBy(r)).To(HaveKeyWithValue(markNew-1, HaveField("Packets", BeNumerically(">", lab.StreamRate))))
 					}
 				}).WithTimeout(2 * time.Minute).WithPolling(500 * time.Millisecond).Should(Succeed())
-				res, err := streams.Stop(ctx)
-				Expect(err).NotTo(HaveOccurred())
-				report := describeStreams(name, res, nil)
-				GinkgoWriter.Println(report)
-				AddReportEntry(name, report)
+				reportStreams(ctx, streams, name, name, nil, nil)
 			}
 			established := func(m *lab.Machine) func() (bool, error) {
 				return func() (bool, error) { return m.BGPEstablished(ctx) }

@@ -28,11 +28,7 @@ import (
 // as it would, once the extension holds its replicas at 0.
 func switchOverSpecs(e *labEnv) {
 	Context("beside provider-metal's firewall", func() {
-		BeforeEach(func() {
-			if !distanceSpecsEnabled() {
-				Skip("the distance specs run with LAB_DISTANCE=true (issue #28: not yet passed in the lab)")
-			}
-		})
+		BeforeEach(skipWithoutDistance)
 		It("switches a running shoot over: the new firewall waits at the longest distance, traffic moves when the old one's routes go, then the new one takes the shortest", func(ctx SpecContext) {
 			letStreamsThrough(ctx, e)
 			fws := e.firewalls(ctx)
@@ -60,17 +56,7 @@ func switchOverSpecs(e *labEnv) {
 			Expect(framework.WriteProviderFirewall(ctx, e.cSeed, e.namespace)).To(Succeed())
 			Expect(framework.ReportProviderFirewall(ctx, e.cSeed, e.namespace, 1)).To(Succeed())
 
-			streams, err := e.l.StartStreams(ctx)
-			Expect(err).NotTo(HaveOccurred())
-			steps := newTimeline(time.Now())
-			DeferCleanup(func(ctx context.Context) { _, _ = streams.Stop(ctx) })
-			Eventually(func(g Gomega) {
-				toHost, toNode, err := streams.Report()
-				g.Expect(err).NotTo(HaveOccurred())
-				g.Expect(toHost.Received).To(BeNumerically(">", lab.StreamRate))
-				g.Expect(toNode.Received).To(BeNumerically(">", lab.StreamRate))
-			}).WithTimeout(3 * time.Minute).WithPolling(time.Second).Should(Succeed())
-			Expect(streams.StartIperf(ctx)).To(Succeed())
+			streams, steps := e.startStreams(ctx)
 
 			By("this extension's new firewall beside it")
 			selector := map[string]string{constants.LabelFirewallDeployment: "switch"}
@@ -104,10 +90,7 @@ func switchOverSpecs(e *labEnv) {
 				}
 				g.Expect(newFw).NotTo(BeNil())
 				g.Expect(newFw.Spec.Distance).To(Equal(firewallv1alpha1.LongestDistance), "provider-metal's firewall announces the shortest routes")
-				newMachine = e.hw.Machine(newFw.Status.MachineStatus.MachineID)
-				g.Expect(newMachine).NotTo(BeNil(), "the lab booted the new machine")
-				g.Expect(newMachine.WaitBooted(ctx)).To(Equal("running"))
-				g.Expect(e.exec(ctx, newMachine, "systemctl is-active firewall-agent.service || true")).To(Equal("active"))
+				newMachine = e.bootedWithAgent(ctx, g, newFw)
 			}).WithTimeout(14 * time.Minute).WithPolling(2 * time.Second).Should(Succeed())
 			Expect(newMachine.MarkStreams(ctx, markNew)).To(Succeed())
 			Eventually(func(g Gomega) {
@@ -133,12 +116,7 @@ func switchOverSpecs(e *labEnv) {
 					Expect(e.cSeed.Delete(ctx, &sets.Items[i])).To(Succeed())
 				}
 			}
-			Eventually(func() error {
-				sample()
-				_, err := e.l.Run(ctx, "! ip link show "+oldMachine.Port()+" >/dev/null 2>&1")
-				return err
-			}).WithTimeout(3*time.Minute).WithPolling(time.Second).Should(Succeed(), "the old machine is halted")
-			steps.record(old.Name, "machine halted")
+			e.waitHalted(ctx, oldMachine, old.Name, steps, sample)
 			Expect(framework.ReportProviderFirewall(ctx, e.cSeed, e.namespace, 0)).To(Succeed())
 
 			By("firewall-controller-manager reports no replica: the new firewall takes the shortest distance")
@@ -146,19 +124,8 @@ func switchOverSpecs(e *labEnv) {
 				sample()
 				g.Expect(e.firewall(ctx, newFw.Name).Status.AgentStatus).To(HaveField("Distance", HaveValue(BeEquivalentTo(firewallv1alpha1.ShortestDistance))))
 			}).WithTimeout(5 * time.Minute).WithPolling(time.Second).Should(Succeed())
-			toHost, toNode, err := streams.Report()
-			Expect(err).NotTo(HaveOccurred())
-			Eventually(func(g Gomega) {
-				h, n, err := streams.Report()
-				g.Expect(err).NotTo(HaveOccurred())
-				g.Expect(h.Received).To(BeNumerically(">=", toHost.Received+2*lab.StreamRate))
-				g.Expect(n.Received).To(BeNumerically(">=", toNode.Received+2*lab.StreamRate))
-			}).WithTimeout(time.Minute).WithPolling(200 * time.Millisecond).Should(Succeed())
-			res, err := streams.Stop(ctx)
-			report := describeStreams("switch-over from provider-metal's firewall", res, counters) + "\n" + steps.String()
-			GinkgoWriter.Println(report)
-			AddReportEntry("switch-over", report)
-			Expect(err).NotTo(HaveOccurred())
+			streamOn(streams)
+			res := reportStreams(ctx, streams, "switch-over", "switch-over from provider-metal's firewall", counters, steps)
 
 			for _, r := range []labstream.Report{res.ToHost, res.ToNode} {
 				byTTL := carriedBy(r)
