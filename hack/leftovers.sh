@@ -6,7 +6,8 @@
 # Usage: hack/leftovers.sh snapshot FILE   records what is there now
 #        hack/leftovers.sh check FILE      fails naming what appeared since
 # Only what appeared after the snapshot counts: what another run or the
-# machine had before is not this run's.
+# machine had before is not this run's. LEFTOVERS_WAIT (seconds, default 15)
+# bounds how long check waits for what is still going away.
 set -euo pipefail
 
 # The command names (comm, at most 15 characters) of what the suites start.
@@ -25,11 +26,12 @@ snapshot)
   ;;
 check)
   # A process a suite stopped may take a moment to exit: wait for the state,
-  # at most 15 s.
-  for _ in $(seq 30); do
-    left="$(state | sort | comm -13 "$2" -)"
+  # at most LEFTOVERS_WAIT seconds.
+  left="$(state | sort | comm -13 "$2" -)"
+  for _ in $(seq $((${LEFTOVERS_WAIT:-15} * 2))); do
     [ -z "$left" ] && break
     sleep 0.5
+    left="$(state | sort | comm -13 "$2" -)"
   done
   if [ -n "$left" ]; then
     echo "make test: the suites left these behind:" >&2
