@@ -13,6 +13,7 @@ mkdir -p "$out"
 assets="$(hack/build-control-plane.sh)"
 mapfile -t packages < <(go list ./... | grep -v /test/e2e/)
 passed=0
+echo "test-repeat: $rounds rounds of go test ${GO_TEST_FLAGS:--timeout 30m} -count=1 over ${#packages[@]} packages; outputs in $out"
 for round in $(seq "$rounds"); do
   snap="$(mktemp)"
   hack/leftovers.sh snapshot "$snap"
