@@ -71,7 +71,7 @@ var _ = Describe("leftovers.sh", func() {
 		Expect(os.Mkdir(folder, 0o755)).To(Succeed())
 		ns := ""
 		if os.Geteuid() == 0 {
-			ns = fmt.Sprintf("fw-leftover-%d", os.Getpid())
+			ns = fmt.Sprintf("leftovers-spec-%d", os.Getpid())
 			Expect(exec.Command("ip", "netns", "add", ns).Run()).To(Succeed())
 			DeferCleanup(func() { _ = exec.Command("ip", "netns", "del", ns).Run() })
 		}
