@@ -5,7 +5,9 @@
 package metalsource
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -43,8 +45,8 @@ type Source struct {
 	api *metalapi.MetalAPI
 	// id is the machine, once found by project and name.
 	id string
-	// changed is the allocation's `changed` at the last read that was taken.
-	changed time.Time
+	// seen is what the last read that was taken converted (seenOf).
+	seen []byte
 }
 
 // Allocation is what the agent enforces from its machine's allocation.
@@ -63,9 +65,9 @@ type Allocation struct {
 	Ignored []string
 }
 
-// Read returns the allocation, or nil and no error when the metal-api
-// reports it unchanged (its `changed` time) since the last Read that
-// returned one. An unreachable metal-api, an answer that is no allocation
+// Read returns the allocation, or nil and no error when what it is
+// converted from (the machine, its networks and firewall rules) is the same
+// as at the last Read that returned one. An unreachable metal-api, an answer that is no allocation
 // of this firewall, or one whose networks give no valid firewall spec is an
 // error: the caller keeps what it enforces.
 func (s *Source) Read(ctx context.Context) (*Allocation, error) {
@@ -84,21 +86,35 @@ func (s *Source) Read(ctx context.Context) (*Allocation, error) {
 	if err != nil {
 		return nil, err
 	}
-	changed := time.Time(fw.Changed)
-	if s.id == *fw.ID && !changed.IsZero() && changed.Equal(s.changed) {
+	seen, err := seenOf(fw)
+	if err != nil {
+		return nil, err
+	}
+	if s.id == *fw.ID && bytes.Equal(seen, s.seen) {
 		return nil, nil
 	}
 	a, err := s.convert(fw)
 	if err != nil {
 		return nil, err
 	}
-	s.id, s.changed = a.MachineID, changed
+	s.id, s.seen = a.MachineID, seen
 	return a, nil
+}
+
+// seenOf is what convert reads of fw. The allocation's `changed` time would
+// not do: the metal-api gives it in milliseconds, and a change within the
+// millisecond of the last read would go unseen until the next Forget.
+func seenOf(fw *models.V1FirewallResponse) ([]byte, error) {
+	return json.Marshal(struct {
+		ID       string
+		Networks []*models.V1MachineNetwork
+		Rules    *models.V1FirewallRules
+	}{*fw.ID, fw.Allocation.Networks, fw.Allocation.FirewallRules})
 }
 
 // Forget makes the next Read return the allocation even if it did not
 // change: what the last one returned was not applied.
-func (s *Source) Forget() { s.changed = time.Time{} }
+func (s *Source) Forget() { s.seen = nil }
 
 func (s *Source) authType() string {
 	if s.Config.Type == "" {

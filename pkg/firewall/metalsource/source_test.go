@@ -80,7 +80,23 @@ var _ = Describe("Source", func() {
 		Expect(server.SetFirewallRules(id, &models.V1FirewallRules{Egress: []*models.V1FirewallEgressRule{{Ports: []int32{443}, To: []string{"8.8.8.0/24"}}}})).To(Succeed())
 		a, err = src.Read(ctx)
 		Expect(err).NotTo(HaveOccurred())
+		Expect(a).NotTo(BeNil(), "changed rules")
 		Expect(a.Policies).To(HaveLen(1))
+	})
+
+	// The metal-api gives `changed` in milliseconds: a change of the rules
+	// within the millisecond of the last read carries the same time.
+	It("sees a change of the rules that keeps the allocation's changed time", func(ctx SpecContext) {
+		src.Transport = sameChanged{}
+		id := allocate(ctx, server, "fw-a", nil)
+		Expect(src.Read(ctx)).NotTo(BeNil())
+		Expect(src.Read(ctx)).To(BeNil(), "unchanged")
+		Expect(server.SetFirewallRules(id, &models.V1FirewallRules{Egress: []*models.V1FirewallEgressRule{{Ports: []int32{443}, To: []string{"8.8.8.0/24"}}}})).To(Succeed())
+		a, err := src.Read(ctx)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(a).NotTo(BeNil(), "changed rules, same changed time")
+		Expect(a.Policies).To(HaveLen(1))
+		Expect(src.Read(ctx)).To(BeNil(), "unchanged again")
 	})
 
 	It("fails, keeping nothing new, when the metal-api is down, answers garbage, or has no such firewall", func(ctx SpecContext) {
