@@ -1,6 +1,7 @@
 package droplog
 
 import (
+	"bytes"
 	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
@@ -9,6 +10,7 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"errors"
+	"fmt"
 	"math/big"
 	"net"
 	"net/http"
@@ -75,30 +77,42 @@ func Serve(ctx context.Context, l net.Listener, r *Receiver, getCert func(*tls.C
 	return nil
 }
 
-// CertificateFiles serves tls.crt and tls.key of dir, read again when
-// they change (the extension rotates them in the mounted Secret).
+// CertificateFiles serves tls.crt and tls.key of dir, read at each
+// handshake and taken again when their content changed (the extension
+// rotates them in the mounted Secret). Not by the files' modification time:
+// the kernel stamps it from a clock that moves once a tick, so a rotation
+// within the tick of the last read would keep the old pair. Files that
+// cannot be read or do not make a pair while one is served leave that one
+// in place, as a rotation seen half way would.
 func CertificateFiles(dir string) func(*tls.ClientHelloInfo) (*tls.Certificate, error) {
 	var (
-		mu      sync.Mutex
-		cert    *tls.Certificate
-		modTime time.Time
+		mu              sync.Mutex
+		cert            *tls.Certificate
+		certPEM, keyPEM []byte
 	)
 	certFile, keyFile := filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key")
 	return func(*tls.ClientHelloInfo) (*tls.Certificate, error) {
 		mu.Lock()
 		defer mu.Unlock()
-		info, err := os.Stat(certFile)
-		if err != nil {
+		c, errCert := os.ReadFile(certFile)
+		k, errKey := os.ReadFile(keyFile)
+		if err := errors.Join(errCert, errKey); err != nil {
+			if cert != nil {
+				return cert, nil
+			}
 			return nil, err
 		}
-		if cert != nil && info.ModTime().Equal(modTime) {
+		if cert != nil && bytes.Equal(c, certPEM) && bytes.Equal(k, keyPEM) {
 			return cert, nil
 		}
-		c, err := tls.LoadX509KeyPair(certFile, keyFile)
+		pair, err := tls.X509KeyPair(c, k)
 		if err != nil {
-			return nil, err
+			if cert != nil {
+				return cert, nil
+			}
+			return nil, fmt.Errorf("%s and %s: %w", certFile, keyFile, err)
 		}
-		cert, modTime = &c, info.ModTime()
+		cert, certPEM, keyPEM = &pair, c, k
 		return cert, nil
 	}
 }
