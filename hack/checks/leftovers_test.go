@@ -2,7 +2,6 @@ package checks_test
 
 import (
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -34,15 +33,10 @@ var _ = Describe("leftovers.sh", func() {
 	plant := func(name string, seconds int) *exec.Cmd {
 		sleep, err := exec.LookPath("sleep")
 		ExpectWithOffset(1, err).NotTo(HaveOccurred())
+		data, err := os.ReadFile(sleep)
+		ExpectWithOffset(1, err).NotTo(HaveOccurred())
 		bin := filepath.Join(GinkgoT().TempDir(), name)
-		src, err := os.Open(sleep)
-		ExpectWithOffset(1, err).NotTo(HaveOccurred())
-		defer src.Close()
-		dst, err := os.OpenFile(bin, os.O_CREATE|os.O_WRONLY, 0o755)
-		ExpectWithOffset(1, err).NotTo(HaveOccurred())
-		_, err = io.Copy(dst, src)
-		ExpectWithOffset(1, err).NotTo(HaveOccurred())
-		ExpectWithOffset(1, dst.Close()).To(Succeed())
+		ExpectWithOffset(1, os.WriteFile(bin, data, 0o755)).To(Succeed())
 		cmd := exec.Command(bin, strconv.Itoa(seconds))
 		ExpectWithOffset(1, cmd.Start()).To(Succeed())
 		exited := make(chan struct{})

@@ -67,9 +67,9 @@ type Allocation struct {
 
 // Read returns the allocation, or nil and no error when what it is
 // converted from (the machine, its networks and firewall rules) is the same
-// as at the last Read that returned one. An unreachable metal-api, an answer that is no allocation
-// of this firewall, or one whose networks give no valid firewall spec is an
-// error: the caller keeps what it enforces.
+// as at the last Read that returned one. An unreachable metal-api, an answer
+// that is no allocation of this firewall, or one whose networks give no
+// valid firewall spec is an error: the caller keeps what it enforces.
 func (s *Source) Read(ctx context.Context) (*Allocation, error) {
 	if s.api == nil {
 		key := metalclient.StaticKey(s.Config.HMAC)
